@@ -1,0 +1,34 @@
+/* The recaudit program: subcommand table and shared option helpers. */
+#ifndef RA_CLI_CLI_H
+#define RA_CLI_CLI_H
+
+/*
+ * Each subcommand lives in its own cmd_<name>.c and exposes
+ * int ra_cmd_<name>(int argc, char **argv) with argv[0] the subcommand name.
+ * Return: 0 pass, 1 a gate failed, 2 bad usage or bad input (DESIGN.md).
+ * Usage errors print the subcommand's usage line to stderr.
+ */
+
+typedef int ra_cmd_fn(int argc, char **argv);
+
+typedef struct ra_command {
+    const char *name;
+    ra_cmd_fn *fn;
+    const char *summary; /* one line for `recaudit --help` */
+} ra_command;
+
+/* The table, terminated by {NULL}. */
+extern const ra_command ra_commands[];
+
+/* Prints "recaudit NAME: message" and a hint to see --help; returns 2. */
+int ra_cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Parses a positive int option value; reports and returns 2 when malformed,
+   0 on success. */
+int ra_cli_parse_int(long *out, const char *cmd, const char *opt, const char *text,
+                     long min, long max);
+int ra_cli_parse_u64(unsigned long long *out, const char *cmd, const char *opt,
+                     const char *text);
+
+#endif
