@@ -13,6 +13,10 @@
 
 #include "recaudit/types.h" /* ra_status */
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef void ra_error_handler_t(const char *reason, const char *file, int line,
                                 ra_status code);
 
@@ -55,5 +59,9 @@ int ra_status_exit_code(ra_status code);
         if (ra_try_st_ != RA_OK)                                               \
             return ra_try_st_;                                                 \
     } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

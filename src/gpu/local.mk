@@ -5,10 +5,19 @@ SUFFIXES = .cu
 	$(AM_V_CC)$(NVCC) $(NVCCFLAGS) -std=c++17 -Xcompiler -fPIC $(DEFS) $(DEFAULT_INCLUDES) \
 	  -I$(top_srcdir)/src -I$(top_srcdir)/include -I$(top_builddir) -c -o $@ $<
 
-librecaudit_a_SOURCES += src/gpu/device.h
+# nvcc objects get no automatic dependency tracking: list the headers.
+gpu_headers = src/gpu/device.h src/gpu/rounding_probe.h src/core/status.h \
+	include/recaudit/types.h
+librecaudit_a_SOURCES += $(gpu_headers)
+src/gpu/device.$(OBJEXT) src/gpu/rounding_probe.$(OBJEXT): $(gpu_headers)
 if HAVE_CUDA
-librecaudit_a_SOURCES += src/gpu/device.cu
+librecaudit_a_SOURCES += src/gpu/device.cu src/gpu/rounding_probe.cu
+check_PROGRAMS += tests/t-gpu-rounding
+TESTS += tests/t-gpu-rounding
+tests_t_gpu_rounding_CFLAGS = $(TEST_CFLAGS)
+tests_t_gpu_rounding_LDADD = $(TEST_LIBS)
 else
 librecaudit_a_SOURCES += src/gpu/device_none.c
 endif
-EXTRA_DIST += src/gpu/device.cu src/gpu/device_none.c
+EXTRA_DIST += src/gpu/device.cu src/gpu/rounding_probe.cu src/gpu/device_none.c \
+	tests/t-gpu-rounding.c
