@@ -242,6 +242,12 @@ ra_status ra_case_save(const ra_case *c, const char *path)
 {
     if (!c->op)
         RA_ERRORF(RA_EINVAL, "%s: case has no operation", path);
+    /* A parameter under a format key would overwrite it in the metadata. */
+    for (size_t i = 0; i < c->params.n; i++)
+        if (strcmp(c->params.keys[i], "op") == 0 ||
+            strcmp(c->params.keys[i], "recaudit_format") == 0)
+            RA_ERRORF(RA_EINVAL, "%s: parameter '%s' is reserved by the case format", path,
+                      c->params.keys[i]);
     ra_kv meta;
     ra_kv_init(&meta);
     ra_status st = ra_kv_set(&meta, "op", c->op);

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/status.h"
 #include "core/tensor.h"
@@ -27,6 +28,14 @@
  *
  * Writers produce the file under a temporary name and rename it, so a
  * failed write never leaves a partial file behind.
+ *
+ * Status codes: a file recaudit cannot read (malformed, truncated, or a
+ * valid file using a dtype/layout outside the list above) is RA_EFORMAT;
+ * size arithmetic that overflows is RA_EOVERFLOW; open/read/write failures
+ * are RA_EIO; writing bf16 to .npy is RA_EUNSUPPORTED; a tensor or metadata
+ * entry that cannot be written (inconsistent sizes, duplicate or reserved
+ * name, invalid UTF-8) is RA_EINVAL.  `what` names the source in messages
+ * (NULL gives a generic "safetensors buffer" / "npy buffer").
  */
 
 /* Parse a safetensors image held in memory. Tensors are appended to ts in
@@ -51,5 +60,52 @@ ra_status ra_npy_write(const char *path, const ra_tensor *t);
 /* Whole file into memory; writes atomically via a temporary + rename. */
 ra_status ra_file_read_all(uint8_t **buf, size_t *len, const char *path);
 ra_status ra_file_write_atomic(const char *path, const uint8_t *buf, size_t len);
+
+/* --- streaming sources and sinks ---------------------------------------------
+ * The format code reads through an ra_reader and writes through an
+ * ra_writer, so the in-memory (parse/serialize) and on-disk (read/write)
+ * entry points share one implementation and large files go straight between
+ * the file and the tensor buffers, never through a second whole-file copy. */
+
+/* A regular file (size known up front, from fstat) or a memory image. */
+typedef struct ra_reader {
+    FILE *f;            /* NULL for a memory image */
+    const uint8_t *buf; /* the memory image */
+    uint64_t size, pos;
+    const char *what; /* file name or description, for messages */
+} ra_reader;
+
+ra_status ra_reader_open_file(ra_reader *r, const char *path);
+void ra_reader_init_mem(ra_reader *r, const uint8_t *buf, size_t len, const char *what);
+/* Exactly n bytes into dst (dst may be NULL when n == 0).  Fewer than n
+   bytes left: RA_EFORMAT "<what>: truncated: <part> needs n bytes, m left";
+   a failing read: RA_EIO. */
+ra_status ra_reader_read(ra_reader *r, void *dst, size_t n, const char *part);
+void ra_reader_close(ra_reader *r); /* closes the file (read-only: cannot fail) */
+
+/* A file written atomically (path.tmp.<pid>, renamed on success) or a
+   growing memory buffer. */
+typedef struct ra_writer {
+    FILE *f;      /* file mode: the open temporary */
+    char *path;   /* file mode: final name */
+    char *tmp;    /* file mode: temporary name */
+    uint8_t *buf; /* memory mode */
+    size_t len, cap;
+} ra_writer;
+
+ra_status ra_writer_open_file(ra_writer *w, const char *path);
+void ra_writer_init_mem(ra_writer *w);
+ra_status ra_writer_write(ra_writer *w, const void *p, size_t n);
+/* File mode: flush, close, rename over path (buf/len ignored, may be NULL).
+   Memory mode: hands the buffer to the caller (*buf, *len).  On failure the
+   temporary is removed / the buffer freed.  Either way w is released. */
+ra_status ra_writer_finish(ra_writer *w, uint8_t **buf, size_t *len);
+/* Drops everything written (removes the temporary). */
+void ra_writer_abort(ra_writer *w);
+
+/* A tensor is internally consistent (dtype code, 0..RA_MAX_DIMS dims,
+   numel and nbytes agree with the shape, data present): RA_EINVAL naming
+   it otherwise.  Writers call it before emitting anything. */
+ra_status ra_io_check_tensor(const ra_tensor *t);
 
 #endif

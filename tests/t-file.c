@@ -1,0 +1,144 @@
+/* Check suite for whole-file and atomic file access (src/core/file.c). */
+#include <config.h>
+
+#include <check.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/io.h"
+#include "core/status.h"
+
+#include "io-testutil.h"
+
+/*
+ * Expected contents are the bytes the test itself wrote (a pattern computed
+ * here); failures are provoked through the operating system (a missing
+ * directory, a directory as the target of rename(), RLIMIT_FSIZE making
+ * writes fail with EFBIG) and must be reported once, naming the path, with
+ * the old file intact and no temporary left behind.
+ */
+
+/* --- file helpers ------------------------------------------------------------------------------
+ */
+
+START_TEST(file_read_write)
+{
+    uint8_t *buf;
+    size_t len;
+    const char *missing = io_tmp("missing");
+    io_expect_error(ra_file_read_all(&buf, &len, missing), RA_EIO, missing, "cannot open",
+                    (const char *)NULL);
+    ck_assert_ptr_null(buf);
+    io_expect_error(ra_file_read_all(&buf, &len, io_dir), RA_EIO, io_dir, "not a regular file",
+                    (const char *)NULL);
+    const char *p = io_tmp("f.bin");
+    uint8_t data[1000];
+    for (int i = 0; i < 1000; i++)
+        data[i] = (uint8_t)(i * 7);
+    ck_assert_int_eq(ra_file_write_atomic(p, data, sizeof data), RA_OK);
+    ck_assert_int_eq(ra_file_read_all(&buf, &len, p), RA_OK);
+    ck_assert(len == 1000 && memcmp(buf, data, 1000) == 0);
+    free(buf);
+    /* Replacing an existing file, then an empty file. */
+    ck_assert_int_eq(ra_file_write_atomic(p, data + 500, 10), RA_OK);
+    ck_assert_int_eq(ra_file_read_all(&buf, &len, p), RA_OK);
+    ck_assert(len == 10 && memcmp(buf, data + 500, 10) == 0);
+    free(buf);
+    ck_assert_int_eq(ra_file_write_atomic(p, NULL, 0), RA_OK);
+    ck_assert_int_eq(ra_file_read_all(&buf, &len, p), RA_OK);
+    ck_assert_uint_eq(len, 0);
+    free(buf);
+    ck_assert_int_eq(io_tmp_count(), 1);
+    /* A directory that does not exist: I/O error naming the path. */
+    const char *nodir = io_tmp("no/such/file");
+    io_expect_error(ra_file_write_atomic(nodir, data, 4), RA_EIO, nodir, (const char *)NULL);
+    ck_assert_int_eq(io_tmp_count(), 1);
+}
+END_TEST
+
+/* Writes n bytes of a pattern under a file-size limit of 1000 bytes (the
+   test runs in its own forked process, so the limit dies with it). */
+static void write_past_limit(size_t n)
+{
+    const char *p = io_tmp("lim.bin");
+    io_put("lim.bin", "old", 3);
+    uint8_t *big = calloc(n, 1);
+    ck_assert_ptr_nonnull(big);
+    struct rlimit rl = {1000, 1000};
+    signal(SIGXFSZ, SIG_IGN); /* EFBIG instead of a signal */
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    io_expect_error(ra_file_write_atomic(p, big, n), RA_EIO, p, "cannot write", (const char *)NULL);
+    free(big);
+    uint8_t *buf;
+    size_t len;
+    ck_assert_int_eq(ra_file_read_all(&buf, &len, p), RA_OK);
+    ck_assert(len == 3 && memcmp(buf, "old", 3) == 0);
+    free(buf);
+    ck_assert_int_eq(io_tmp_count(), 1); /* the temporary is gone */
+}
+
+START_TEST(file_write_failure_fwrite)
+{
+    if (getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0)
+        return;                /* the limit would outlive the test */
+    write_past_limit(1 << 20); /* larger than any stdio buffer: fails in fwrite */
+}
+END_TEST
+
+START_TEST(file_write_failure_flush)
+{
+    if (getenv("CK_FORK") && strcmp(getenv("CK_FORK"), "no") == 0)
+        return;
+    write_past_limit(2000); /* fits the stdio buffer: fails at fflush */
+}
+END_TEST
+
+START_TEST(file_rename_failure)
+{
+    /* The target is a non-empty directory: rename() fails after a good
+       write; the temporary must be removed. */
+    const char *d = io_tmp("dir");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    char inner[700];
+    snprintf(inner, sizeof inner, "%s/f", d);
+    FILE *f = fopen(inner, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fclose(f), 0);
+    io_expect_error(ra_file_write_atomic(d, (const uint8_t *)"abc", 3), RA_EIO, d,
+                    (const char *)NULL);
+    ck_assert_int_eq(io_tmp_count(), 1);
+    ck_assert_int_eq(unlink(inner), 0);
+    ck_assert_int_eq(rmdir(d), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("file");
+    TCase *tc = tcase_create("data");
+    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
+    tcase_add_test(tc, file_read_write);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("bad");
+    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
+    tcase_add_test(tc, file_write_failure_fwrite);
+    tcase_add_test(tc, file_write_failure_flush);
+    tcase_add_test(tc, file_rename_failure);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
