@@ -1,1 +1,16 @@
-# (filled by its module)
+# Random streams, gdn case generation, error metrics; tests of the dtype and
+# gdn-case code.
+librecaudit_a_SOURCES += src/core/rng.c src/core/gen_gdn.c src/core/metrics.c
+
+check_PROGRAMS += tests/t-rng tests/t-gen-gdn tests/t-metrics tests/t-tensor tests/t-gdn-case
+TESTS += tests/t-rng tests/t-gen-gdn tests/t-metrics tests/t-tensor tests/t-gdn-case
+tests_t_rng_CFLAGS = $(TEST_CFLAGS)
+tests_t_rng_LDADD = $(TEST_LIBS)
+tests_t_gen_gdn_CFLAGS = $(TEST_CFLAGS)
+tests_t_gen_gdn_LDADD = $(TEST_LIBS)
+tests_t_metrics_CFLAGS = $(TEST_CFLAGS)
+tests_t_metrics_LDADD = $(TEST_LIBS)
+tests_t_tensor_CFLAGS = $(TEST_CFLAGS)
+tests_t_tensor_LDADD = $(TEST_LIBS)
+tests_t_gdn_case_CFLAGS = $(TEST_CFLAGS)
+tests_t_gdn_case_LDADD = $(TEST_LIBS)

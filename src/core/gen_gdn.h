@@ -16,7 +16,14 @@
  * production kernels keep gates and states in fp32.
  *
  * Case metadata: op=gdn, shape (B=..,T=..), dtype, regime, seed, and the
- * operation parameters scale (absent: K^-1/2), l2norm, l2eps.
+ * operation parameters scale (absent: K^-1/2), l2norm, l2eps.  The
+ * generator sets l2norm=true only when asked (opts.l2norm) and leaves
+ * scale and l2eps absent (their defaults).
+ *
+ * Every tensor is drawn from its own stream ra_rng_new(seed, tensor name)
+ * in double and rounded once to its dtype, so equal options give
+ * bit-identical cases on every machine, and q is the same whatever other
+ * tensors or regimes (with the same q distribution) are asked for.
  */
 
 typedef struct ra_regime_info {
@@ -37,7 +44,9 @@ typedef struct ra_gdn_gen_opts {
 } ra_gdn_gen_opts;
 
 /* Fills an empty case.  Unknown regimes and shapes a regime cannot serve
-   (tail needs T not a multiple of 64) are refused with a message. */
+   (tail needs T not a multiple of 64) are refused with a message, as are
+   a case that is not empty, non-positive dims and Hv not a multiple of
+   Hk.  After a failure the case may hold part of a fill: clear it. */
 ra_status ra_gdn_generate(ra_case *c, const ra_gdn_gen_opts *o);
 
 #endif

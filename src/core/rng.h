@@ -22,9 +22,20 @@
 
 typedef struct ra_rng ra_rng;
 
-/* A stream for (seed, name): mt19937 seeded with a 32-bit mix of both. */
+/* A stream for (seed, name): mt19937 seeded with ra_rng_stream_seed. */
 ra_status ra_rng_new(ra_rng **out, uint64_t seed, const char *name);
+/* A stream seeded directly (gsl_rng_set(mt19937, mt_seed)). */
+ra_status ra_rng_new_mt(ra_rng **out, uint32_t mt_seed);
 void ra_rng_free(ra_rng *r);
+
+/* The stream seed: the high 32 bits of ra_rng_splitmix64 run once from the
+   state seed ^ ra_rng_fnv1a64(name) (NULL name = ""). */
+uint32_t ra_rng_stream_seed(uint64_t seed, const char *name);
+/* FNV-1a, 64-bit (offset basis 0xcbf29ce484222325, prime 0x100000001b3). */
+uint64_t ra_rng_fnv1a64(const char *s);
+/* Vigna's splitmix64: advances *state by 0x9e3779b97f4a7c15, returns the
+   mixed value. */
+uint64_t ra_rng_splitmix64(uint64_t *state);
 
 uint32_t ra_rng_u32(ra_rng *r);
 /* Uniform on the open interval (0, 1), 53 random bits. */
@@ -35,8 +46,14 @@ double ra_rng_uniform_open(ra_rng *r);
 double ra_det_exp(double x);
 double ra_det_log(double x);
 double ra_det_log1p(double x);
+/* log(sigmoid(z)) = min(z, 0) - log1p(exp(-|z|)) and sigmoid(z), from the
+   functions above (no overflow, no cancellation). */
+double ra_det_logsigmoid(double z);
+double ra_det_sigmoid(double z);
 
-/* Fill x[0..n) with draws. */
+/* Fill x[0..n) with draws.  Normals come in pairs (polar method); the
+   second of a pair waits in the stream for the next call, so filling a
+   buffer in pieces gives the same numbers as filling it at once. */
 void ra_gen_normal(double *x, size_t n, ra_rng *r, double mean, double sd);
 void ra_gen_uniform(double *x, size_t n, ra_rng *r, double lo, double hi);
 /* Exponential with the given mean (scale). */
@@ -45,7 +62,9 @@ void ra_gen_exponential(double *x, size_t n, ra_rng *r, double mean);
 void ra_gen_logsigmoid_normal(double *x, size_t n, ra_rng *r, double mean, double sd);
 void ra_gen_sigmoid_normal(double *x, size_t n, ra_rng *r, double mean, double sd);
 /* Each of the rows x[i*cols .. i*cols+cols) scaled to unit L2 norm (rows
-   that are entirely zero are left zero). */
+   that are entirely zero are left zero, rows holding NaN or Inf become
+   NaN).  The norm is taken with power-of-two scaling and compensated
+   summation, so any finite row is normalised to within a few ulps. */
 void ra_gen_l2_normalize_rows(double *x, size_t rows, size_t cols);
 
 #endif

@@ -185,7 +185,11 @@ static ra_status shape_numel_named(int64_t *numel, int ndim, const int64_t *shap
         if (shape[i] < 0)
             RA_ERRORF(RA_EINVAL, "%s%s%snegative dimension %lld", pre, nm, post,
                       (long long)shape[i]);
-        if (shape[i] != 0 && n > INT64_MAX / shape[i])
+        if (shape[i] == 0)
+            n = 0; /* the product is 0 whatever comes after: no overflow */
+    }
+    for (int i = 0; n != 0 && i < ndim; i++) {
+        if (n > INT64_MAX / shape[i])
             RA_ERRORF(RA_EOVERFLOW, "%s%s%sshape product overflows 64 bits", pre, nm, post);
         n *= shape[i];
     }
@@ -356,6 +360,8 @@ static ptrdiff_t tensors_index(const ra_tensors *ts, const char *name)
 ra_status ra_tensors_add(ra_tensors *ts, ra_tensor *t)
 {
     ptrdiff_t at = tensors_index(ts, t->name);
+    if (at >= 0 && ts->items[at] == t) /* already there: nothing to replace */
+        return RA_OK;
     if (at >= 0) {
         ra_tensor_free(ts->items[at]);
         ts->items[at] = t;

@@ -1,0 +1,236 @@
+/* Case generation for the gated delta rule: shapes and input regimes. */
+#include "core/gen_gdn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+
+/*
+ * Each regime is a row of one table: how q/k, the gate g and the scales of
+ * v and h0 are drawn.  Every tensor is drawn from its own stream
+ * ra_rng_new(seed, tensor name), in double, in flat (row-major) order, and
+ * rounded once to its storage dtype by ra_tensor_set, so the same seed
+ * gives the same q whatever else is generated, on every machine.  Tensors
+ * are filled in blocks of whole rows (bounded memory at production sizes);
+ * the streams keep the second normal of a pair between blocks, so blocking
+ * does not change a single value.
+ *
+ * large-state: the delta rule keeps S^T k near the recent v, so without
+ * h0 the state's entries stay within a few times v's scale (a double
+ * sequential forward at B=1, T=64, K=V=16 (f16) peaks at 1.8 to 2.6 times
+ * 2^15 over 40 seeds); v is kept at 2^15 so that it stays representable
+ * in f16 (about 5% of its entries clip to +-65504 there).  With h0 =
+ * 2^17 N(0,1) the state starts far beyond the fp16 range and near-unit
+ * gates let it decay only slowly (the suites generate it with h0).
+ *
+ * Refusals (RA_EINVAL, with a message): a case that is not empty, an
+ * unknown regime, a shape with a non-positive dimension or Hv not a
+ * multiple of Hk, an invalid dtype, and T a multiple of 64 for `tail`.
+ * Sizes that overflow are refused by ra_tensor_new.
+ */
+
+typedef enum { KEYS_UNIT_NORMAL, KEYS_UNIFORM } key_kind;
+typedef enum { GATE_LOGSIGMOID, GATE_ZERO, GATE_NEG_EXP } gate_kind;
+
+typedef struct regime {
+    key_kind keys;
+    gate_kind gate;
+    double gate_mean;  /* GATE_NEG_EXP: g = -Exponential(gate_mean) */
+    double v_scale;    /* v = v_scale N(0,1), clipped to the dtype's range */
+    double h0_scale;   /* h0 = h0_scale N(0,1) */
+    int partial_chunk; /* refuses T % 64 == 0 */
+} regime;
+
+/* The two tables are parallel: row i of one describes row i of the other. */
+static const ra_regime_info regime_info[] = {
+    {"default", "q, k ~ N(0,1), each (token, head) row L2-normalised over K; v, do, dht, h0 ~ "
+                "N(0,1); g = logsigmoid(N(0,1)); beta = sigmoid(N(0,1))"},
+    {"zero-gate", "as default, but g = 0 exactly (no decay: the pure delta rule)"},
+    {"strong-decay", "as default, but g = -X, X ~ Exponential(mean 1.8) (NKI test inputs: "
+                     "fast forgetting)"},
+    {"near-unit", "as default, but g = -X, X ~ Exponential(mean 1e-3) (decay near 1: long "
+                  "memory)"},
+    {"raw-keys", "as default, but q, k ~ Uniform(0,1), not normalised (positive keys: "
+                 "ill-conditioned (I+A)^-1, fla issue 537)"},
+    {"tail", "default distributions; T must not be a multiple of 64 (a partial last chunk)"},
+    {"large-state", "default q, k, beta, do, dht; g = -Exponential(mean 1e-3); v = 2^15 "
+                    "N(0,1) clipped to the dtype's finite range; h0 = 2^17 N(0,1): with h0 "
+                    "the state starts beyond the fp16 range (65504), without it it peaks "
+                    "around it"},
+    {NULL, NULL},
+};
+
+static const regime regimes[] = {
+    {KEYS_UNIT_NORMAL, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 0},
+    {KEYS_UNIT_NORMAL, GATE_ZERO, 0.0, 1.0, 1.0, 0},
+    {KEYS_UNIT_NORMAL, GATE_NEG_EXP, 1.8, 1.0, 1.0, 0},
+    {KEYS_UNIT_NORMAL, GATE_NEG_EXP, 1e-3, 1.0, 1.0, 0},
+    {KEYS_UNIFORM, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 0},
+    {KEYS_UNIT_NORMAL, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 1},
+    {KEYS_UNIT_NORMAL, GATE_NEG_EXP, 1e-3, 0x1p15, 0x1p17, 0},
+};
+
+_Static_assert(sizeof regimes / sizeof regimes[0] + 1 == sizeof regime_info / sizeof regime_info[0],
+               "regime tables out of step");
+
+const ra_regime_info *ra_gdn_regimes(void) { return regime_info; }
+
+/* How one tensor is drawn. */
+typedef enum {
+    DRAW_NORMAL,
+    DRAW_UNIFORM01,
+    DRAW_LOGSIGMOID,
+    DRAW_SIGMOID,
+    DRAW_NEG_EXP,
+    DRAW_ZERO
+} draw_kind;
+
+typedef struct draw {
+    draw_kind kind;
+    double param;      /* NORMAL: standard deviation; NEG_EXP: mean */
+    int64_t unit_rows; /* > 0: normalise rows of this length */
+} draw;
+
+#define BLOCK_ELEMS 65536
+
+/* Fills t from stream (seed, t->name), block by block. */
+static ra_status fill(ra_tensor *t, uint64_t seed, const draw *d)
+{
+    if (d->kind == DRAW_ZERO || t->numel == 0)
+        return RA_OK; /* ra_tensor_new zero-fills */
+    int64_t row = d->unit_rows > 0 ? d->unit_rows : 1;
+    int64_t block = row >= BLOCK_ELEMS ? row : BLOCK_ELEMS / row * row;
+    double *buf = malloc((size_t)block * sizeof *buf);
+    if (!buf)
+        RA_ERRORF(RA_ENOMEM, "tensor '%s': out of memory generating it", t->name);
+    ra_rng *r;
+    ra_status st = ra_rng_new(&r, seed, t->name);
+    if (st != RA_OK) {
+        free(buf);
+        return st;
+    }
+    double clip = ra_dtype_max(t->dtype);
+    for (int64_t at = 0; at < t->numel; at += block) {
+        size_t n = (size_t)(t->numel - at < block ? t->numel - at : block);
+        switch (d->kind) {
+        case DRAW_NORMAL:
+            ra_gen_normal(buf, n, r, 0.0, d->param);
+            break;
+        case DRAW_UNIFORM01:
+            ra_gen_uniform(buf, n, r, 0.0, 1.0);
+            break;
+        case DRAW_LOGSIGMOID:
+            ra_gen_logsigmoid_normal(buf, n, r, 0.0, 1.0);
+            break;
+        case DRAW_SIGMOID:
+            ra_gen_sigmoid_normal(buf, n, r, 0.0, 1.0);
+            break;
+        case DRAW_NEG_EXP:
+            ra_gen_exponential(buf, n, r, d->param);
+            for (size_t i = 0; i < n; i++)
+                buf[i] = -buf[i];
+            break;
+        case DRAW_ZERO:
+            break;
+        }
+        if (d->unit_rows > 0)
+            ra_gen_l2_normalize_rows(buf, n / (size_t)row, (size_t)row);
+        for (size_t i = 0; i < n; i++) {
+            /* Keeps scaled draws finite in narrow dtypes (large-state v). */
+            double x = buf[i] > clip ? clip : (buf[i] < -clip ? -clip : buf[i]);
+            ra_tensor_set(t, at + (int64_t)i, x);
+        }
+    }
+    ra_rng_free(r);
+    free(buf);
+    return RA_OK;
+}
+
+static ra_status add_tensor(ra_case *c, const char *name, ra_dtype dt, int ndim,
+                            const int64_t *shape, uint64_t seed, draw d)
+{
+    ra_tensor *t;
+    RA_TRY(ra_tensors_new(&c->tensors, &t, name, dt, ndim, shape));
+    return fill(t, seed, &d);
+}
+
+static ra_status check_opts(const ra_case *c, const ra_gdn_gen_opts *o, const char *name,
+                            const regime *rg)
+{
+    if (c->op || c->tensors.n || c->params.n)
+        RA_ERROR("gen gdn: the case to fill is not empty", RA_EINVAL);
+    if ((unsigned)o->dtype >= RA_NDTYPES)
+        RA_ERRORF(RA_EINVAL, "gen gdn: invalid dtype code %d", (int)o->dtype);
+    const ra_gdn_shape *s = &o->shape;
+    const int64_t dims[] = {s->B, s->T, s->Hk, s->Hv, s->K, s->V};
+    static const char *const dn[] = {"B", "T", "Hk", "Hv", "K", "V"};
+    for (int i = 0; i < 6; i++)
+        if (dims[i] <= 0)
+            RA_ERRORF(RA_EINVAL, "gen gdn: shape %s must be positive, got %lld", dn[i],
+                      (long long)dims[i]);
+    if (s->Hv % s->Hk != 0)
+        RA_ERRORF(RA_EINVAL, "gen gdn: shape Hv=%lld is not a multiple of Hk=%lld",
+                  (long long)s->Hv, (long long)s->Hk);
+    if (rg->partial_chunk && s->T % 64 == 0)
+        RA_ERRORF(RA_EINVAL,
+                  "gen gdn: regime '%s' needs T not a multiple of 64 (a partial last chunk), "
+                  "got T=%lld",
+                  name, (long long)s->T);
+    return RA_OK;
+}
+
+ra_status ra_gdn_generate(ra_case *c, const ra_gdn_gen_opts *o)
+{
+    const char *name = o->regime ? o->regime : "default";
+    const regime *rg = NULL;
+    for (size_t i = 0; regime_info[i].name; i++)
+        if (strcmp(regime_info[i].name, name) == 0)
+            rg = &regimes[i];
+    if (!rg) {
+        RA_ERRORF(RA_EINVAL,
+                  "gen gdn: unknown regime '%s' (recaudit list regimes shows the known ones)",
+                  name);
+    }
+    RA_TRY(check_opts(c, o, name, rg));
+
+    const ra_gdn_shape *s = &o->shape;
+    char text[160];
+    ra_gdn_shape_format(text, sizeof text, s);
+    RA_TRY(ra_case_set_op(c, "gdn"));
+    RA_TRY(ra_kv_set(&c->params, "shape", text));
+    RA_TRY(ra_kv_set(&c->params, "dtype", ra_dtype_name(o->dtype)));
+    RA_TRY(ra_kv_set(&c->params, "regime", name));
+    RA_TRY(ra_kv_setf(&c->params, "seed", "%llu", (unsigned long long)o->seed));
+    if (o->l2norm)
+        RA_TRY(ra_kv_set(&c->params, "l2norm", "true"));
+
+    const ra_dtype dt = o->dtype, st = o->dtype == RA_F64 ? RA_F64 : RA_F32;
+    const int64_t qk[4] = {s->B, s->T, s->Hk, s->K}, vv[4] = {s->B, s->T, s->Hv, s->V},
+                  gate[3] = {s->B, s->T, s->Hv}, state[4] = {s->B, s->Hv, s->K, s->V};
+    const draw keys =
+        rg->keys == KEYS_UNIFORM ? (draw){DRAW_UNIFORM01, 0.0, 0} : (draw){DRAW_NORMAL, 1.0, s->K};
+    draw g = {DRAW_LOGSIGMOID, 0.0, 0};
+    switch (rg->gate) {
+    case GATE_LOGSIGMOID:
+        break;
+    case GATE_ZERO:
+        g = (draw){DRAW_ZERO, 0.0, 0};
+        break;
+    case GATE_NEG_EXP:
+        g = (draw){DRAW_NEG_EXP, rg->gate_mean, 0};
+        break;
+    }
+    const uint64_t seed = o->seed;
+    RA_TRY(add_tensor(c, "q", dt, 4, qk, seed, keys));
+    RA_TRY(add_tensor(c, "k", dt, 4, qk, seed, keys));
+    RA_TRY(add_tensor(c, "v", dt, 4, vv, seed, (draw){DRAW_NORMAL, rg->v_scale, 0}));
+    RA_TRY(add_tensor(c, "g", st, 3, gate, seed, g));
+    RA_TRY(add_tensor(c, "beta", st, 3, gate, seed, (draw){DRAW_SIGMOID, 0.0, 0}));
+    if (o->h0)
+        RA_TRY(add_tensor(c, "h0", st, 4, state, seed, (draw){DRAW_NORMAL, rg->h0_scale, 0}));
+    RA_TRY(add_tensor(c, "do", dt, 4, vv, seed, (draw){DRAW_NORMAL, 1.0, 0}));
+    RA_TRY(add_tensor(c, "dht", st, 4, state, seed, (draw){DRAW_NORMAL, 1.0, 0}));
+    return RA_OK;
+}
