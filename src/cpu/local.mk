@@ -1,1 +1,17 @@
-# (filled by its module)
+# CPU kernel variants (gdn.cpu.*): the kernels are templates instantiated
+# for float (gdn_f32.c) and double (gdn_f64.c).
+librecaudit_a_SOURCES += src/cpu/cpu.h src/cpu/register.c \
+	src/cpu/faults.h src/cpu/gdn_variants.h src/cpu/gdn_variants.c \
+	src/cpu/gdn_impl.h src/cpu/gdn_f32.c src/cpu/gdn_f64.c \
+	src/cpu/gdn_tmpl_linalg.h src/cpu/gdn_tmpl_inverse.h src/cpu/gdn_tmpl_head.h \
+	src/cpu/gdn_tmpl_seq.h src/cpu/gdn_tmpl_chunk.h src/cpu/gdn_tmpl_chunk_bwd.h \
+	src/cpu/gdn_tmpl_driver.h
+
+check_PROGRAMS += tests/t-cpu-gdn tests/t-cpu-faults
+TESTS += tests/t-cpu-gdn tests/t-cpu-faults
+tests_t_cpu_gdn_SOURCES = tests/t-cpu-gdn.c tests/cpu-testutil.h
+tests_t_cpu_gdn_CFLAGS = $(TEST_CFLAGS)
+tests_t_cpu_gdn_LDADD = $(TEST_LIBS)
+tests_t_cpu_faults_SOURCES = tests/t-cpu-faults.c tests/cpu-testutil.h
+tests_t_cpu_faults_CFLAGS = $(TEST_CFLAGS)
+tests_t_cpu_faults_LDADD = $(TEST_LIBS)

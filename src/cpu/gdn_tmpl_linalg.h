@@ -1,0 +1,124 @@
+/* Template: rounding points and small matmuls of the CPU gdn kernels (float or double). */
+
+/*
+ * Included by gdn_f32.c and gdn_f64.c after they define
+ *   R         the arithmetic type (float or double)
+ *   RN(x)     x with the type's suffix (x_f32, x_f64), for every symbol
+ *   R_EXP, R_FMA, R_SQRT   the type's libm functions
+ *   R_IS_F64  1 for double
+ *
+ * A matmul here is what a tensor core computes: both operands rounded to the
+ * operand format first (none, TF32 with ties away from zero, or bf16 with
+ * ties to even), then every output element accumulated in R with one fused
+ * multiply-add per contraction index, in increasing index order, starting
+ * from zero or from the existing value of C (an accumulating mma).  The
+ * operands are copied, rounded, into row-major scratch laid out along the
+ * contraction index (A by rows, B by columns), so one routine serves every
+ * transpose through strides and the inner loop reads contiguous memory.
+ * Four output columns are accumulated at once: four independent fma chains,
+ * each still in the one fixed order, so the result does not depend on the
+ * unrolling.
+ *
+ * Storage rounding (st) is separate from operand rounding (rop): the bf16
+ * configuration also rounds T, W, U and the per-chunk states when they are
+ * "written", as fla stores them in the input dtype.
+ */
+
+#include <math.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "cpu/gdn_variants.h"
+
+/* Operand rounding. */
+static inline R RN(rop)(R x, int mode)
+{
+#if R_IS_F64
+    (void)mode;
+    return x;
+#else
+    switch (mode) {
+    case RA_CPU_ROUND_TF32: return ra_round_tf32_rna(x);
+    case RA_CPU_ROUND_BF16: return ra_round_bf16_f(x);
+    default: return x;
+    }
+#endif
+}
+
+/* Storage rounding of the intermediates fla writes in the input dtype. */
+static inline R RN(st)(R x, int store_bf16)
+{
+#if R_IS_F64
+    (void)store_bf16;
+    return x;
+#else
+    return store_bf16 ? ra_round_bf16_f(x) : x;
+#endif
+}
+
+/* Scratch for the rounded operand copies: two blocks of at least
+   dim*dim elements, dim the largest matrix side a caller uses. */
+typedef struct RN(mmws) {
+    R *a, *b;
+} RN(mmws);
+
+/*
+ * c[i*ldc + j] (i < m, j < n) = (acc ? c : 0) + sum_{p < kc} A(i,p) B(p,j)
+ * with A(i,p) = a[i*ars + p*acs], B(p,j) = b[p*brs + j*bcs], operands
+ * rounded by mode.  kc = 0 leaves c (acc) or zeroes it.
+ */
+static void RN(mm)(R *c, int64_t ldc, int64_t m, int64_t n, int64_t kc, const R *a,
+                   int64_t ars, int64_t acs, const R *b, int64_t brs, int64_t bcs, int mode,
+                   int acc, const RN(mmws) *ws)
+{
+    R *ra = ws->a, *rb = ws->b;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < kc; p++)
+            ra[i * kc + p] = RN(rop)(a[i * ars + p * acs], mode);
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t p = 0; p < kc; p++)
+            rb[j * kc + p] = RN(rop)(b[p * brs + j * bcs], mode);
+    for (int64_t i = 0; i < m; i++) {
+        const R *ai = ra + i * kc;
+        R *ci = c + i * ldc;
+        int64_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            const R *b0 = rb + j * kc, *b1 = b0 + kc, *b2 = b1 + kc, *b3 = b2 + kc;
+            R s0 = acc ? ci[j] : 0, s1 = acc ? ci[j + 1] : 0, s2 = acc ? ci[j + 2] : 0,
+              s3 = acc ? ci[j + 3] : 0;
+            for (int64_t p = 0; p < kc; p++) {
+                R x = ai[p];
+                s0 = R_FMA(x, b0[p], s0);
+                s1 = R_FMA(x, b1[p], s1);
+                s2 = R_FMA(x, b2[p], s2);
+                s3 = R_FMA(x, b3[p], s3);
+            }
+            ci[j] = s0, ci[j + 1] = s1, ci[j + 2] = s2, ci[j + 3] = s3;
+        }
+        for (; j < n; j++) {
+            const R *bj = rb + j * kc;
+            R s = acc ? ci[j] : 0;
+            for (int64_t p = 0; p < kc; p++)
+                s = R_FMA(ai[p], bj[p], s);
+            ci[j] = s;
+        }
+    }
+}
+
+/* Dot product with fma accumulation in increasing index order. */
+static inline R RN(dot)(const R *x, const R *y, int64_t n)
+{
+    R s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s = R_FMA(x[i], y[i], s);
+    return s;
+}
+
+/* Strided dot: sum_i x[i*sx] y[i*sy]. */
+static inline R RN(dots)(const R *x, int64_t sx, const R *y, int64_t sy, int64_t n)
+{
+    R s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s = R_FMA(x[i * sx], y[i * sy], s);
+    return s;
+}
