@@ -1,1 +1,31 @@
-# (filled by its module)
+# The example variant plugin, built by make check twice: as shipped (it must
+# pass validate --suite quick) and with a planted defect (it must fail it).
+# Plugins link against nothing: the ra_* symbols come from the recaudit
+# executable at load time (-Wl,--export-dynamic in Makefile.am).
+PLUGIN_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+
+check_LTLIBRARIES += examples/plugin/libgdnexample.la examples/plugin/libgdnexample_defect.la
+examples_plugin_libgdnexample_la_SOURCES = examples/plugin/gdn_example.c
+examples_plugin_libgdnexample_la_CPPFLAGS = -I$(top_srcdir)/include
+examples_plugin_libgdnexample_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+examples_plugin_libgdnexample_la_LIBADD = -lm
+examples_plugin_libgdnexample_defect_la_SOURCES = examples/plugin/gdn_example.c
+examples_plugin_libgdnexample_defect_la_CPPFLAGS = -I$(top_srcdir)/include -DPLANT_DEFECT
+examples_plugin_libgdnexample_defect_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+examples_plugin_libgdnexample_defect_la_LIBADD = -lm
+
+# Broken plugins for the loader's error messages (tests/plugin-errors.sh).
+check_LTLIBRARIES += tests/libbadabi.la tests/libnoabi.la tests/libbadrow.la
+tests_libbadabi_la_SOURCES = tests/plugin-bad.c
+tests_libbadabi_la_CPPFLAGS = -I$(top_srcdir)/include -DBAD_ABI
+tests_libbadabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_libnoabi_la_SOURCES = tests/plugin-bad.c
+tests_libnoabi_la_CPPFLAGS = -I$(top_srcdir)/include -DNO_ABI
+tests_libnoabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_libbadrow_la_SOURCES = tests/plugin-bad.c
+tests_libbadrow_la_CPPFLAGS = -I$(top_srcdir)/include -DBAD_ROW
+tests_libbadrow_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+
+TESTS += tests/plugin-example.sh tests/plugin-defect.sh tests/plugin-errors.sh
+EXTRA_DIST += tests/plugin-example.sh tests/plugin-defect.sh tests/plugin-errors.sh \
+	tests/plugin-lib.sh

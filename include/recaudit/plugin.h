@@ -26,7 +26,9 @@
  * cannot serve a case (a shape outside its envelope, a missing capability)
  * returns RA_EUNSUPPORTED; validate reports that row as skipped, not passed.
  *
- * ABI history: 1 — first version.
+ * ABI history: 1 — first version.  2 — the RA_UNIT_KEYS requirement bit:
+ * a recaudit of ABI 1 would ignore it and run such a variant on keys it
+ * was never meant for, so a plugin that may set it must not load there.
  */
 
 #include "recaudit/types.h"
@@ -35,18 +37,24 @@
 extern "C" {
 #endif
 
-#define RA_PLUGIN_ABI_VERSION 1
+#define RA_PLUGIN_ABI_VERSION 2
 
 typedef enum ra_device { RA_CPU = 0, RA_CUDA = 1 } ra_device;
 
-/* Capabilities (ra_variant.caps). */
+/* Capabilities (ra_variant.caps): what the variant can serve. */
 enum {
     RA_FWD = 1u << 0,    /* forward: outputs */
     RA_BWD = 1u << 1,    /* backward: gradients from cotangents */
     RA_H0 = 1u << 2,     /* accepts an initial state h0 */
     RA_GQA = 1u << 3,    /* grouped value heads (Hv a multiple of Hk, > Hk) */
     RA_L2NORM = 1u << 4, /* in-kernel L2 normalisation of q and k */
-    RA_TAIL = 1u << 5    /* sequence length not a multiple of the chunk */
+    RA_TAIL = 1u << 5,   /* sequence length not a multiple of 64 */
+    /* Requirement, not a capability: the variant is only defined for
+       L2-normalised keys (NKI gdn_cte: "q/k MUST arrive L2-normalized";
+       unnormalised keys put (I+A)^-1 out of range).  A case whose keys
+       have |k|^2 > 1.01 somewhere and that does not ask for in-kernel
+       l2norm is outside its envelope: the audit skips it, saying so. */
+    RA_UNIT_KEYS = 1u << 6
 };
 
 /* Per-run settings and measurements, shared between harness and variant. */

@@ -1,1 +1,34 @@
-# (filled by its module)
+# The audit pipeline: variant registry and plugins, gates, suites, check/audit/validate.
+librecaudit_a_SOURCES += src/audit/registry.c src/audit/registry.h \
+	src/audit/datadir.c src/audit/datadir.h \
+	src/audit/capture.c src/audit/capture.h \
+	src/audit/tsv.c src/audit/tsv.h \
+	src/audit/gates.c src/audit/gates.h \
+	src/audit/suite.c src/audit/suite.h \
+	src/audit/audit.c src/audit/validate.c src/audit/audit.h \
+	src/audit/report.c src/audit/report.h
+
+# Where an installed recaudit finds gates.tsv and suites/ (src/audit/datadir.c).
+AM_CPPFLAGS += -DRA_PKGDATADIR='"$(pkgdatadir)"'
+
+pkginclude_HEADERS += include/recaudit/plugin.h
+dist_pkgdata_DATA += data/gates.tsv
+suitesdir = $(pkgdatadir)/suites
+dist_suites_DATA = data/suites/quick.tsv data/suites/full.tsv
+
+check_PROGRAMS += tests/t-registry tests/t-gates tests/t-validate tests/t-sensitivity
+TESTS += tests/t-registry tests/t-gates tests/t-validate tests/t-sensitivity
+tests_t_registry_CFLAGS = $(TEST_CFLAGS)
+tests_t_registry_LDADD = $(TEST_LIBS)
+# The test loads plugins that resolve ra_registry_add from the executable.
+tests_t_registry_LDFLAGS = $(AM_LDFLAGS) -Wl,--export-dynamic
+tests_t_gates_CFLAGS = $(TEST_CFLAGS)
+tests_t_gates_LDADD = $(TEST_LIBS)
+tests_t_validate_CFLAGS = $(TEST_CFLAGS)
+tests_t_validate_LDADD = $(TEST_LIBS)
+tests_t_sensitivity_CFLAGS = $(TEST_CFLAGS)
+tests_t_sensitivity_LDADD = $(TEST_LIBS)
+
+TESTS += tests/audit-commands.sh tests/audit-validate.sh
+EXTRA_DIST += tests/audit-commands.sh tests/audit-validate.sh
+EXTRA_DIST += docs/external.md

@@ -29,4 +29,33 @@ ra_status ra_registry_load_plugin(ra_registry *r, const char *path);
 /* Shell-style glob match (fnmatch, no flags): 1 if name matches. */
 int ra_glob_match(const char *pattern, const char *name);
 
+/* --- additions used by the audit commands --------------------------------------- */
+
+/* A registry with no variant at all (tests, or a plugin-only listing). */
+ra_status ra_registry_new_empty(ra_registry **out);
+
+/* Path of the plugin that registered row i / variant v (NULL: built-in);
+   reproduction commands repeat it as --plugin. */
+const char *ra_registry_origin(const ra_registry *r, size_t i);
+const char *ra_registry_origin_of(const ra_registry *r, const ra_variant *v);
+
+/* Number of variants whose name matches the glob. */
+size_t ra_registry_count_matching(const ra_registry *r, const char *pattern);
+
+/* "fwd,bwd,h0,gqa,l2norm,tail" for a capability mask. */
+void ra_caps_format(char *buf, size_t len, unsigned caps);
+
+/* `recaudit list variants`: columns name, op, device, caps, doc, from
+   (built-in or the plugin path); pattern NULL lists every row. */
+struct ra_table;
+ra_status ra_registry_table(struct ra_table **out, const ra_registry *r, const char *pattern);
+
+/* ra_registry_new, then each plugin of the NULL-ended list (NULL: none)
+   in order; nothing is left allocated on failure. */
+ra_status ra_registry_new_with_plugins(ra_registry **out, const char *const *plugins);
+
+/* The `recaudit list variants` row (ra_list_fill_fn, src/cli/commands.h):
+   built-in variants plus the plugins', all of them. */
+ra_status ra_list_variants(struct ra_table **out, const char *const *plugins);
+
 #endif

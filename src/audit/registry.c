@@ -1,0 +1,353 @@
+/* The variant registry: built-in rows, plugins loaded with dlopen, glob lookup. */
+#include <config.h>
+
+#include "audit/registry.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/capture.h"
+#include "core/table.h"
+#include "cpu/cpu.h"
+
+/*
+ * The registry is a growing array of ra_variant copies in registration
+ * order.  Each row remembers which plugin added it (NULL for built-ins) so
+ * that a failing validate row can print a reproduction command carrying the
+ * same --plugin option.
+ *
+ * Plugins: dlopen(RTLD_NOW | RTLD_LOCAL) so that an unresolved symbol is
+ * reported at load time (with dlerror's text) rather than as a crash in the
+ * middle of a run, and so that two plugins may define the same internal
+ * names.  The loader reads `ra_plugin_abi_version` first and refuses any
+ * other version before calling into the plugin.  A plugin whose
+ * ra_plugin_register fails, or that registers nothing, is unloaded and the
+ * rows it had added are removed, so a failed load leaves the registry as it
+ * was.  Handles of loaded plugins are closed only when the registry is
+ * freed: the variant rows point into them.
+ *
+ * ra_registry_new adds the CPU variants (ra_cpu_register).  No CUDA
+ * variant exists yet; when src/gpu/ gains some, their registration call
+ * goes next to ra_cpu_register under RA_HAVE_CUDA.
+ *
+ * Variant rows are validated on entry (name syntax, op, forward present,
+ * capabilities consistent with the function pointers) because a plugin is
+ * foreign code: a bad row is refused with a message naming it instead of
+ * crashing later in validate.
+ */
+
+#define RA_VARIANT_NAME_MAX 80
+
+struct ra_registry {
+    size_t n, cap;
+    ra_variant *rows;
+    char **origin; /* plugin path per row, NULL for built-ins */
+    size_t nhandles, caphandles;
+    void **handles;
+    const char *loading; /* path of the plugin being registered, or NULL */
+};
+
+ra_status ra_registry_new_empty(ra_registry **out)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        RA_ERROR("out of memory", RA_ENOMEM);
+    return RA_OK;
+}
+
+ra_status ra_registry_new(ra_registry **out)
+{
+    RA_TRY(ra_registry_new_empty(out));
+    ra_status st = ra_cpu_register(*out);
+    if (st != RA_OK) {
+        ra_registry_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+void ra_registry_free(ra_registry *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        free(r->origin[i]);
+    free(r->rows);
+    free(r->origin);
+    for (size_t i = r->nhandles; i-- > 0;)
+        dlclose(r->handles[i]);
+    free(r->handles);
+    free(r);
+}
+
+size_t ra_registry_count(const ra_registry *r) { return r->n; }
+
+const ra_variant *ra_registry_at(const ra_registry *r, size_t i)
+{
+    return i < r->n ? &r->rows[i] : NULL;
+}
+
+const char *ra_registry_origin(const ra_registry *r, size_t i)
+{
+    return i < r->n ? r->origin[i] : NULL;
+}
+
+const ra_variant *ra_registry_find(const ra_registry *r, const char *name)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->rows[i].name, name) == 0)
+            return &r->rows[i];
+    return NULL;
+}
+
+const char *ra_registry_origin_of(const ra_registry *r, const ra_variant *v)
+{
+    if (v < r->rows || v >= r->rows + r->n)
+        return NULL;
+    return r->origin[v - r->rows];
+}
+
+int ra_glob_match(const char *pattern, const char *name) { return fnmatch(pattern, name, 0) == 0; }
+
+size_t ra_registry_count_matching(const ra_registry *r, const char *pattern)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        n += ra_glob_match(pattern, r->rows[i].name);
+    return n;
+}
+
+/* Names go into TSV files, tables and shell commands: keep them to a
+   conservative alphabet so that none of those needs quoting. */
+static int name_ok(const char *s)
+{
+    if (!s || !*s || strlen(s) > RA_VARIANT_NAME_MAX)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-')
+            return 0;
+    return 1;
+}
+
+ra_status ra_registry_add(ra_registry *r, const ra_variant *v)
+{
+    /* While a plugin registers, the loader prefixes the plugin's path. */
+    const char *from = r->loading ? "" : "built-in variants: ";
+    if (!v)
+        RA_ERRORF(RA_EINVAL, "%sra_registry_add called with no variant", from);
+    if (!name_ok(v->name))
+        RA_ERRORF(RA_EINVAL, "%svariant name '%s' is not 1-%d characters of [A-Za-z0-9._-]", from,
+                  v->name ? v->name : "(null)", RA_VARIANT_NAME_MAX);
+    if (!name_ok(v->op))
+        RA_ERRORF(RA_EINVAL, "%svariant '%s': op '%s' is not a valid operation name", from, v->name,
+                  v->op ? v->op : "(null)");
+    if (!v->doc || !*v->doc || strchr(v->doc, '\n') || strchr(v->doc, '\t'))
+        RA_ERRORF(RA_EINVAL, "%svariant '%s': doc must be one non-empty line", from, v->name);
+    if (v->device != RA_CPU && v->device != RA_CUDA)
+        RA_ERRORF(RA_EINVAL, "%svariant '%s': device %d is neither RA_CPU nor RA_CUDA", from,
+                  v->name, (int)v->device);
+    const unsigned known = RA_FWD | RA_BWD | RA_H0 | RA_GQA | RA_L2NORM | RA_TAIL | RA_UNIT_KEYS;
+    if (v->caps & ~known)
+        RA_ERRORF(RA_EINVAL, "%svariant '%s': unknown capability bits 0x%x", from, v->name,
+                  v->caps & ~known);
+    if (!(v->caps & RA_FWD) || !v->forward)
+        RA_ERRORF(RA_EINVAL, "%svariant '%s': every variant needs RA_FWD and a forward", from,
+                  v->name);
+    if (!(v->caps & RA_BWD) != !v->backward)
+        RA_ERRORF(RA_EINVAL, "%svariant '%s': RA_BWD and the backward function must come together",
+                  from, v->name);
+    const ra_variant *dup = ra_registry_find(r, v->name);
+    if (dup) {
+        const char *by = ra_registry_origin_of(r, dup);
+        RA_ERRORF(RA_EINVAL, "%svariant '%s' is already registered (by %s)", from, v->name,
+                  by ? by : "the built-in variants");
+    }
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        ra_variant *rows = realloc(r->rows, cap * sizeof *rows);
+        if (!rows)
+            RA_ERROR("out of memory", RA_ENOMEM);
+        r->rows = rows;
+        char **origin = realloc(r->origin, cap * sizeof *origin);
+        if (!origin)
+            RA_ERROR("out of memory", RA_ENOMEM);
+        r->origin = origin;
+        r->cap = cap;
+    }
+    char *o = NULL;
+    if (r->loading && !(o = strdup(r->loading)))
+        RA_ERROR("out of memory", RA_ENOMEM);
+    r->rows[r->n] = *v;
+    r->origin[r->n] = o;
+    r->n++;
+    return RA_OK;
+}
+
+/* Removes rows [from, n): undoes a failed plugin registration. */
+static void truncate_rows(ra_registry *r, size_t from)
+{
+    while (r->n > from)
+        free(r->origin[--r->n]);
+}
+
+ra_status ra_registry_load_plugin(ra_registry *r, const char *path)
+{
+    if (!path || !*path)
+        RA_ERROR("--plugin: empty path", RA_EINVAL);
+    /* dlopen searches the library path for a bare name; a user who types
+       --plugin libmine.so means the file in the current directory. */
+    char *full = NULL;
+    if (!strchr(path, '/')) {
+        full = malloc(strlen(path) + 3);
+        if (!full)
+            RA_ERROR("out of memory", RA_ENOMEM);
+        strcpy(full, "./");
+        strcat(full, path);
+    }
+    dlerror();
+    void *h = dlopen(full ? full : path, RTLD_NOW | RTLD_LOCAL);
+    free(full);
+    if (!h) {
+        const char *e = dlerror();
+        RA_ERRORF(RA_EIO, "plugin %s: cannot load: %s", path, e ? e : "unknown dlopen error");
+    }
+    ra_status st = RA_OK;
+    dlerror();
+    const int *abi = (const int *)dlsym(h, "ra_plugin_abi_version");
+    if (!abi) {
+        RA_REPORTF(RA_ENOTFOUND,
+                   "plugin %s: no symbol 'ra_plugin_abi_version' (define "
+                   "'const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION;')",
+                   path);
+        st = RA_ENOTFOUND;
+        goto fail;
+    }
+    if (*abi != RA_PLUGIN_ABI_VERSION) {
+        RA_REPORTF(RA_EUNSUPPORTED,
+                   "plugin %s: ABI version %d, this recaudit expects %d (rebuild it against "
+                   "this recaudit's recaudit/plugin.h)",
+                   path, *abi, RA_PLUGIN_ABI_VERSION);
+        st = RA_EUNSUPPORTED;
+        goto fail;
+    }
+    /* POSIX sanctions converting dlsym's object pointer to a function
+       pointer; the union keeps -Wpedantic quiet about it. */
+    union {
+        void *obj;
+        ra_plugin_register_fn *fn;
+    } reg;
+    reg.obj = dlsym(h, "ra_plugin_register");
+    if (!reg.obj) {
+        RA_REPORTF(RA_ENOTFOUND, "plugin %s: no symbol 'ra_plugin_register'", path);
+        st = RA_ENOTFOUND;
+        goto fail;
+    }
+    if (r->nhandles == r->caphandles) {
+        size_t cap = r->caphandles ? 2 * r->caphandles : 4;
+        void **hs = realloc(r->handles, cap * sizeof *hs);
+        if (!hs) {
+            RA_REPORTF(RA_ENOMEM, "out of memory");
+            st = RA_ENOMEM;
+            goto fail;
+        }
+        r->handles = hs;
+        r->caphandles = cap;
+    }
+    size_t before = r->n;
+    r->loading = path;
+    /* The plugin (or ra_registry_add) reports the reason; it is captured
+       and reported once, prefixed with the plugin. */
+    ra_error_handler_t *prev = ra_capture_begin();
+    st = reg.fn(r);
+    ra_capture_end(prev);
+    r->loading = NULL;
+    if (st == RA_OK && r->n == before) {
+        RA_REPORTF(RA_EINVAL, "plugin %s: ra_plugin_register added no variant", path);
+        st = RA_EINVAL;
+    } else if (st != RA_OK) {
+        RA_REPORTF(st, "plugin %s: ra_plugin_register failed (%s): %s", path, ra_strstatus(st),
+                   *ra_last_error() ? ra_last_error() : "no reason given");
+    }
+    if (st != RA_OK) {
+        truncate_rows(r, before);
+        goto fail;
+    }
+    r->handles[r->nhandles++] = h;
+    return RA_OK;
+fail:
+    dlclose(h);
+    return st;
+}
+
+void ra_caps_format(char *buf, size_t len, unsigned caps)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } names[] = {{RA_FWD, "fwd"},
+                 {RA_BWD, "bwd"},
+                 {RA_H0, "h0"},
+                 {RA_GQA, "gqa"},
+                 {RA_L2NORM, "l2norm"},
+                 {RA_TAIL, "tail"},
+                 {RA_UNIT_KEYS, "unit-keys"}};
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!(caps & names[i].bit))
+            continue;
+        int w = snprintf(buf + used, len > used ? len - used : 0, "%s%s", used ? "," : "",
+                         names[i].name);
+        if (w > 0)
+            used += (size_t)w;
+    }
+}
+
+ra_status ra_registry_table(ra_table **out, const ra_registry *r, const char *pattern)
+{
+    static const char *const headers[] = {"name", "op", "device", "caps", "doc", "from"};
+    RA_TRY(ra_table_new(out, 6, headers));
+    for (size_t i = 0; i < r->n; i++) {
+        const ra_variant *v = &r->rows[i];
+        if (pattern && !ra_glob_match(pattern, v->name))
+            continue;
+        char caps[64];
+        ra_caps_format(caps, sizeof caps, v->caps);
+        const char *cells[] = {v->name, v->op,  v->device == RA_CUDA ? "cuda" : "cpu",
+                               caps,    v->doc, r->origin[i] ? r->origin[i] : "built-in"};
+        ra_status st = ra_table_add_row(*out, cells);
+        if (st != RA_OK) {
+            ra_table_free(*out);
+            *out = NULL;
+            return st;
+        }
+    }
+    return RA_OK;
+}
+
+ra_status ra_registry_new_with_plugins(ra_registry **out, const char *const *plugins)
+{
+    RA_TRY(ra_registry_new(out));
+    for (size_t i = 0; plugins && plugins[i]; i++) {
+        ra_status st = ra_registry_load_plugin(*out, plugins[i]);
+        if (st != RA_OK) {
+            ra_registry_free(*out);
+            *out = NULL;
+            return st;
+        }
+    }
+    return RA_OK;
+}
+
+ra_status ra_list_variants(ra_table **out, const char *const *plugins)
+{
+    ra_registry *r;
+    RA_TRY(ra_registry_new_with_plugins(&r, plugins));
+    ra_status st = ra_registry_table(out, r, NULL);
+    ra_registry_free(r);
+    return st;
+}

@@ -1,0 +1,233 @@
+/* audit and validate: generate a case, one reference, every matching variant. */
+#include <config.h>
+
+#include "audit/audit.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/capture.h"
+#include "core/gen_gdn.h"
+
+/*
+ * Per case: generate it (ra_gdn_generate, deterministic in the seed), take
+ * its reference once through ra_ref_compute (which caches, so a suite row
+ * shared by N variants, or run again, costs one reference), then for each
+ * variant: check its capabilities, run the forward and (for fwd+bwd cases)
+ * the backward with the variant's error messages captured into the verdict
+ * row, and compare what it returned with the reference.
+ *
+ * The variant's messages are captured (src/audit/capture.h) so that a
+ * kernel that refuses a case (RA_EUNSUPPORTED) becomes a skip row carrying
+ * its reason and one that fails becomes a FAIL row carrying it, instead of
+ * stray lines on stderr between table rows.
+ *
+ * Every row gets the one command that regenerates its case and re-runs the
+ * variant: `recaudit audit --variant NAME --op gdn --shape S --regime R
+ * --dtype D --seed N` plus --h0, --l2norm, --fwd-only, and --plugin/--gates
+ * when the variant or gates came from files.
+ */
+
+void ra_audit_opts_init(ra_audit_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    ra_ref_opts_init(&o->ref);
+}
+
+size_t ra_audit_count_variants(const ra_registry *r, const char *glob, const char *op)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ra_registry_count(r); i++) {
+        const ra_variant *v = ra_registry_at(r, i);
+        n += ra_glob_match(glob, v->name) && strcmp(v->op, op) == 0;
+    }
+    return n;
+}
+
+static void repro_command(char *buf, size_t len, const ra_registry *r, const ra_variant *v,
+                          const ra_case_id *id, const ra_audit_opts *o)
+{
+    const char *plugin = ra_registry_origin_of(r, v);
+    snprintf(buf, len,
+             "recaudit audit --variant %s --op %s --shape %s --regime %s --dtype %s --seed %llu"
+             "%s%s%s%s%s%s%s%s",
+             v->name, id->op, id->shape, id->regime, id->dtype, id->seed, id->h0 ? " --h0" : "",
+             id->l2norm ? " --l2norm" : "", id->bwd ? "" : " --fwd-only",
+             plugin ? " --plugin " : "", plugin ? plugin : "", o->gates_path ? " --gates " : "",
+             o->gates_path ? o->gates_path : "",
+             o->allow_uncertified ? " --allow-uncertified" : "");
+}
+
+static ra_status generate(ra_case *c, const ra_case_id *id)
+{
+    if (strcmp(id->op, "gdn") != 0)
+        RA_ERRORF(RA_EUNSUPPORTED, "audit: cases can be generated for op gdn only, not '%s'",
+                  id->op);
+    ra_gdn_gen_opts g;
+    memset(&g, 0, sizeof g);
+    RA_TRY(ra_gdn_shape_parse(&g.shape, id->shape));
+    RA_TRY(ra_dtype_parse(&g.dtype, id->dtype));
+    g.regime = id->regime;
+    g.seed = id->seed;
+    g.h0 = id->h0;
+    g.l2norm = id->l2norm;
+    return ra_gdn_generate(c, &g);
+}
+
+/* NULL-ended list of the reference's tensors: all, or only the outputs. */
+static ra_status expected_names(const char ***out, const ra_case *ref, const ra_case *c,
+                                int with_grads)
+{
+    const char **names = calloc(ref->tensors.n + 1, sizeof *names);
+    if (!names)
+        RA_ERROR("out of memory", RA_ENOMEM);
+    size_t n = 0;
+    for (size_t i = 0; i < ref->tensors.n; i++) {
+        const char *name = ref->tensors.items[i]->name;
+        if (with_grads || !ra_is_gradient_of(name, c))
+            names[n++] = name;
+    }
+    *out = names;
+    return RA_OK;
+}
+
+typedef struct case_ctx {
+    const ra_case *c, *ref;
+    const ra_case_id *id;
+    const ra_audit_opts *o;
+    const char **outputs, **all;
+    int certified;
+    char bits[512];
+} case_ctx;
+
+/* One variant on the case: rows appended. */
+static ra_status audit_variant(ra_rows *rows, const ra_registry *r, const ra_variant *v,
+                               const case_ctx *x)
+{
+    char repro[1024], why[512];
+    repro_command(repro, sizeof repro, r, v, x->id, x->o);
+    if (!x->certified)
+        return ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_FAIL,
+                            "reference not certified (bits: %s); --allow-uncertified uses it",
+                            x->bits);
+    if (!ra_variant_supports(v, x->c, 0, why, sizeof why))
+        return ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_SKIP, "%s", why);
+
+    ra_run run;
+    memset(&run, 0, sizeof run);
+    run.threads = x->o->threads;
+    run.faults = x->o->faults;
+    run.elapsed_ms = -1;
+
+    ra_case result;
+    ra_case_init(&result);
+    ra_status st = RA_OK;
+    int grads = 0;
+    ra_error_handler_t *prev = ra_capture_begin();
+    ra_status fst = ra_variant_run_forward(&result, v, x->c, &run);
+    char fwhy[512];
+    snprintf(fwhy, sizeof fwhy, "%s", ra_last_error());
+    ra_status bst = RA_OK;
+    char bwhy[512] = "";
+    if (fst == RA_OK && x->id->bwd && (v->caps & RA_BWD)) {
+        ra_clear_error();
+        bst = ra_variant_run_backward(&result, v, x->c, &run);
+        snprintf(bwhy, sizeof bwhy, "%s", ra_last_error());
+        grads = bst == RA_OK;
+    }
+    ra_capture_end(prev);
+
+    if (fst == RA_EUNSUPPORTED) {
+        st = ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_SKIP, "%s", fwhy);
+    } else if (fst != RA_OK) {
+        st = ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_FAIL,
+                          "forward failed (%s): %s", ra_strstatus(fst), fwhy);
+    } else {
+        /* Outputs (and gradients, when the backward ran) first, then a row
+           for gradients that could not be had. */
+        ra_check_opts co = {x->o->gates, v->name, 1, grads ? x->all : x->outputs, repro};
+        st = ra_check_compare(rows, &result, x->ref, x->id, &co);
+        if (st == RA_OK && x->id->bwd && !(v->caps & RA_BWD))
+            st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_SKIP,
+                              "no backward (capability bwd)");
+        else if (st == RA_OK && bst == RA_EUNSUPPORTED)
+            st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_SKIP, "%s", bwhy);
+        else if (st == RA_OK && bst != RA_OK)
+            st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_FAIL,
+                              "backward failed (%s): %s", ra_strstatus(bst), bwhy);
+    }
+    ra_case_clear(&result);
+    return st;
+}
+
+ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, const ra_case_id *id,
+                        const ra_audit_opts *o)
+{
+    char what[256];
+    snprintf(what, sizeof what, "case %s %s regime=%s dtype=%s seed=%llu%s%s", id->op, id->shape,
+             id->regime, id->dtype, id->seed, id->h0 ? " h0" : "", id->l2norm ? " l2norm" : "");
+    if (ra_audit_count_variants(r, glob, id->op) == 0)
+        return RA_OK;
+    ra_case c, ref;
+    ra_case_init(&c);
+    ra_case_init(&ref);
+    case_ctx x;
+    memset(&x, 0, sizeof x);
+    ra_status st = generate(&c, id);
+    if (st == RA_OK) {
+        ra_ref_opts ro = o->ref;
+        ro.grads = id->bwd;
+        if (o->threads)
+            ro.threads = o->threads;
+        st = ra_ref_compute(&ref, &c, &ro, what);
+    }
+    if (st == RA_OK) {
+        const char *cert = ra_case_param(&ref, "certified");
+        x.certified = o->allow_uncertified || (cert && strcmp(cert, "yes") == 0);
+        ra_ref_bits_format(x.bits, sizeof x.bits, &ref);
+        st = expected_names(&x.outputs, &ref, &c, 0);
+    }
+    if (st == RA_OK)
+        st = expected_names(&x.all, &ref, &c, 1);
+    x.c = &c;
+    x.ref = &ref;
+    x.id = id;
+    x.o = o;
+    for (size_t i = 0; st == RA_OK && i < ra_registry_count(r); i++) {
+        const ra_variant *v = ra_registry_at(r, i);
+        if (!ra_glob_match(glob, v->name) || strcmp(v->op, id->op) != 0)
+            continue;
+        st = audit_variant(rows, r, v, &x);
+        ra_progress_add(o->progress, 1);
+    }
+    free(x.outputs);
+    free(x.all);
+    ra_case_clear(&ref);
+    ra_case_clear(&c);
+    return st;
+}
+
+ra_status ra_validate(ra_rows *rows, const ra_registry *r, const char *glob, const ra_suite *s,
+                      const ra_audit_opts *o)
+{
+    if (ra_registry_count_matching(r, glob) == 0)
+        RA_ERRORF(RA_ENOTFOUND, "no variant matches '%s' (see 'recaudit list variants')", glob);
+    for (size_t i = 0; i < s->n; i++) {
+        const ra_suite_row *sr = &s->rows[i];
+        ra_case_id id;
+        memset(&id, 0, sizeof id);
+        snprintf(id.op, sizeof id.op, "%s", sr->op);
+        snprintf(id.shape, sizeof id.shape, "%s", sr->shape);
+        snprintf(id.regime, sizeof id.regime, "%s", sr->regime);
+        snprintf(id.dtype, sizeof id.dtype, "%s", sr->dtype);
+        id.seed = sr->seed;
+        id.has_seed = 1;
+        id.h0 = sr->h0;
+        id.l2norm = sr->l2norm;
+        id.bwd = sr->bwd;
+        RA_TRY(ra_audit_case(rows, r, glob, &id, o));
+    }
+    return RA_OK;
+}

@@ -1,0 +1,221 @@
+/* `recaudit check`: a result file against the certified reference of its case. */
+#include <config.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/audit.h"
+#include "audit/gates.h"
+#include "audit/report.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "core/case.h"
+#include "ref/ref.h"
+
+/*
+ * The reference comes from --ref or from ra_ref_compute (cached), with
+ * gradients only when the result holds some.  It must be certified unless
+ * --allow-uncertified; its certified bits are always printed.  Metrics are
+ * computed for every tensor of the result that the reference has; gates
+ * apply when a variant is named (--variant, else the result's "variant"
+ * metadata), and then every tensor must be covered by a gate.
+ *
+ * A result whose metadata names a different case (shape, seed, regime,
+ * dtype) than the case file is refused: comparing it would measure the
+ * mix-up, not the kernel.
+ */
+
+static void print_help(FILE *f)
+{
+    fprintf(f, "usage: recaudit check CASE.safetensors RESULT.safetensors [--ref REF.safetensors]\n"
+               "                      [--variant NAME] [--gates FILE] [--format text|md|csv|json]\n"
+               "                      [--allow-uncertified] [--threads N]\n"
+               "\n"
+               "Compares every output and gradient of RESULT with the certified reference of\n"
+               "CASE: max_ulp (in the result's storage dtype), p99_ulp, rel_rms, max_rel,\n"
+               "max_abs, cos, NaN/Inf counts and the worst element. With a variant name the\n"
+               "gates of data/gates.tsv apply and the exit status is 1 when one fails.\n"
+               "\n"
+               "options:\n"
+               "  --ref FILE           reference file ('recaudit ref'); default: computed, cached\n"
+               "  --variant NAME       gate as this variant (default: the result's metadata)\n"
+               "  --gates FILE         gates table (default: the shipped data/gates.tsv)\n"
+               "  --format F           text (default), md, csv or json\n"
+               "  --allow-uncertified  accept a reference below the certified bits\n"
+               "  --threads N          threads for computing the reference\n"
+               "  -h, --help           this help\n"
+               "\n"
+               "example:\n"
+               "  recaudit check case.safetensors result.safetensors --variant gdn.cpu.f32\n");
+}
+
+typedef struct check_args {
+    const char *case_path, *result_path, *ref_path, *variant, *gates_path;
+    ra_format fmt;
+    int allow_uncertified;
+    long threads;
+} check_args;
+
+/* other (a result or a reference) was made from case c, as far as both
+   files' metadata say. */
+static ra_status same_case(const ra_case *c, const char *case_path, const ra_case *other,
+                           const char *other_path)
+{
+    static const char *const keys[] = {"shape", "seed", "regime", "dtype", "l2norm", "scale"};
+    if (!other->op || !c->op || strcmp(other->op, c->op) != 0)
+        RA_ERRORF(RA_EINVAL, "%s: op '%s' but the case %s is '%s'", other_path,
+                  other->op ? other->op : "-", case_path, c->op ? c->op : "-");
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *x = ra_case_param(c, keys[i]), *y = ra_case_param(other, keys[i]);
+        if (x && y && strcmp(x, y) != 0)
+            RA_ERRORF(RA_EINVAL, "%s: metadata %s=%s, but the case %s has %s=%s: not made from it",
+                      other_path, keys[i], y, case_path, keys[i], x);
+    }
+    return RA_OK;
+}
+
+static ra_status get_reference(ra_case *ref, const ra_case *c, const ra_case *res,
+                               const check_args *a)
+{
+    if (a->ref_path) {
+        RA_TRY(ra_case_load(ref, a->ref_path));
+        return same_case(c, a->case_path, ref, a->ref_path);
+    }
+    ra_ref_opts o;
+    ra_ref_opts_init(&o);
+    o.grads = 0;
+    for (size_t i = 0; i < res->tensors.n; i++)
+        o.grads |= ra_is_gradient_of(res->tensors.items[i]->name, c);
+    o.threads = (int)a->threads;
+    return ra_ref_compute(ref, c, &o, a->case_path);
+}
+
+static int check(const check_args *a)
+{
+    ra_case c, res, ref;
+    ra_case_init(&c);
+    ra_case_init(&res);
+    ra_case_init(&ref);
+    ra_gates gates;
+    ra_gates_init(&gates);
+    ra_rows rows;
+    ra_rows_init(&rows);
+    int text = a->fmt == RA_FMT_TEXT || a->fmt == RA_FMT_MARKDOWN;
+    FILE *info = text ? stdout : stderr; /* keep csv/json output parseable */
+    const char *variant = a->variant;
+
+    ra_status st = ra_case_load(&c, a->case_path);
+    if (st == RA_OK)
+        st = ra_case_load(&res, a->result_path);
+    if (st == RA_OK)
+        st = same_case(&c, a->case_path, &res, a->result_path);
+    if (st == RA_OK)
+        st = get_reference(&ref, &c, &res, a);
+    if (st == RA_OK) {
+        char bits[1024];
+        const char *cert = ra_case_param(&ref, "certified");
+        const char *prec = ra_case_param(&ref, "ref_prec");
+        const char *cprec = ra_case_param(&ref, "ref_check_prec");
+        ra_ref_bits_format(bits, sizeof bits, &ref);
+        /* A file's "cache" entry describes the run that wrote it: not shown. */
+        const char *cache = a->ref_path ? NULL : ra_case_param(&ref, "cache");
+        fprintf(info, "reference: %s%s%s%s, precision %s (checked at %s), certified %s; bits: %s\n",
+                a->ref_path ? a->ref_path : "computed", cache ? " (cache " : "", cache ? cache : "",
+                cache ? ")" : "", prec ? prec : "?", cprec ? cprec : "-", cert ? cert : "absent",
+                bits);
+        if (!a->allow_uncertified)
+            st = ra_ref_require_certified(&ref, a->ref_path ? a->ref_path : a->case_path);
+    }
+    if (st == RA_OK && !variant)
+        variant = ra_case_param(&res, "variant");
+    if (st == RA_OK && variant)
+        st = ra_gates_load(&gates, a->gates_path);
+    if (st == RA_OK) {
+        for (size_t i = 0; i < res.tensors.n; i++)
+            if (!ra_tensors_find(&ref.tensors, res.tensors.items[i]->name))
+                fprintf(stderr,
+                        "recaudit check: note: %s: tensor '%s' has no reference; not checked\n",
+                        a->result_path, res.tensors.items[i]->name);
+        char repro[1024];
+        snprintf(repro, sizeof repro, "recaudit check %s %s%s%s%s%s%s%s", a->case_path,
+                 a->result_path, a->ref_path ? " --ref " : "", a->ref_path ? a->ref_path : "",
+                 variant ? " --variant " : "", variant ? variant : "",
+                 a->gates_path ? " --gates " : "", a->gates_path ? a->gates_path : "");
+        ra_case_id id;
+        ra_case_id_from_case(&id, &c, 1);
+        ra_check_opts co = {variant ? &gates : NULL, variant, 1, NULL, repro};
+        st = ra_check_compare(&rows, &res, &ref, &id, &co);
+    }
+    if (st == RA_OK)
+        st = ra_report_metrics_table(stdout, &rows, a->fmt, 0);
+    if (st == RA_OK && variant) {
+        ra_report_failures(info, &rows);
+        fprintf(info, "gates of %s: ", variant);
+        ra_report_summary(info, &rows);
+    }
+    int rc = st != RA_OK ? ra_status_exit_code(st) : rows.failed ? 1 : 0;
+    ra_rows_clear(&rows);
+    ra_gates_clear(&gates);
+    ra_case_clear(&ref);
+    ra_case_clear(&res);
+    ra_case_clear(&c);
+    return rc;
+}
+
+int ra_cmd_check(int argc, char **argv)
+{
+    enum { OPT_REF = 256, OPT_VARIANT, OPT_GATES, OPT_FORMAT, OPT_ALLOW, OPT_THREADS };
+    static const struct option longopts[] = {
+        {"ref", required_argument, NULL, OPT_REF},
+        {"variant", required_argument, NULL, OPT_VARIANT},
+        {"gates", required_argument, NULL, OPT_GATES},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"allow-uncertified", no_argument, NULL, OPT_ALLOW},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    check_args a;
+    memset(&a, 0, sizeof a);
+    a.fmt = RA_FMT_TEXT;
+    int rc = 0;
+    optind = 0;
+    opterr = 0;
+    for (int c; rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
+        switch (c) {
+        case 'h':
+            print_help(stdout);
+            return 0;
+        case OPT_REF:
+            a.ref_path = optarg;
+            break;
+        case OPT_VARIANT:
+            a.variant = optarg;
+            break;
+        case OPT_GATES:
+            a.gates_path = optarg;
+            break;
+        case OPT_FORMAT:
+            if (ra_format_parse(&a.fmt, optarg) != RA_OK)
+                rc = 2;
+            break;
+        case OPT_ALLOW:
+            a.allow_uncertified = 1;
+            break;
+        case OPT_THREADS:
+            rc = ra_cli_parse_int(&a.threads, "check", "--threads", optarg, 1, 4096);
+            break;
+        default:
+            rc = ra_cli_getopt_error("check", c, argv, optind, longopts);
+        }
+    }
+    if (rc)
+        return rc;
+    if (argc - optind != 2)
+        return ra_cli_usage_error("check", "expected CASE.safetensors RESULT.safetensors");
+    a.case_path = argv[optind];
+    a.result_path = argv[optind + 1];
+    return check(&a);
+}

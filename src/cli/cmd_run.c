@@ -1,0 +1,157 @@
+/* `recaudit run`: one kernel variant on a case file, result to a file. */
+#include <config.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/audit.h"
+#include "audit/registry.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "core/case.h"
+
+/*
+ * The forward always runs; the backward too when the variant has one, the
+ * case carries cotangents (do, dht) and --fwd-only is absent.  The result
+ * file holds the outputs and gradients under their SPEC.md names in the
+ * variant's storage dtypes; its metadata is the case's parameters plus
+ * "variant", so `recaudit check` can apply that variant's gates.  A
+ * variant that cannot serve the case (capability, or its own refusal) is
+ * bad input: exit 2 with its reason.
+ */
+
+static void print_help(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: recaudit run --variant NAME CASE.safetensors -o RESULT.safetensors\n"
+        "                    [--threads N] [--fwd-only] [--plugin LIB.so]...\n"
+        "\n"
+        "Runs one kernel variant on a case: the forward, and the backward when the\n"
+        "variant has one and the case carries cotangents. Writes the outputs and\n"
+        "gradients (SPEC.md names) with metadata op, variant and the case's parameters.\n"
+        "\n"
+        "options:\n"
+        "  --variant NAME   the variant ('recaudit list variants')\n"
+        "  -o FILE          result file (.safetensors)\n"
+        "  --threads N      CPU threads for the variant (default: its own choice)\n"
+        "  --fwd-only       skip the backward\n"
+        "  --plugin LIB.so  load a variant plugin first (repeatable)\n"
+        "  -h, --help       this help\n"
+        "\n"
+        "example:\n"
+        "  recaudit run --variant gdn.cpu.chunk64.tf32 case.safetensors -o result.safetensors\n");
+}
+
+static int run(const char *name, const char *case_path, const char *out_path, long threads,
+               int fwd_only, const char *const *plugins)
+{
+    ra_registry *r = NULL;
+    ra_case c, result;
+    ra_case_init(&c);
+    ra_case_init(&result);
+    ra_status st = ra_registry_new_with_plugins(&r, plugins);
+    const ra_variant *v = NULL;
+    if (st == RA_OK && !(v = ra_registry_find(r, name))) {
+        RA_REPORTF(RA_ENOTFOUND, "run: no variant '%s' (see 'recaudit list variants')", name);
+        st = RA_ENOTFOUND;
+    }
+    if (st == RA_OK)
+        st = ra_case_load(&c, case_path);
+    char why[256];
+    if (st == RA_OK && !ra_variant_supports(v, &c, 0, why, sizeof why)) {
+        RA_REPORTF(RA_EUNSUPPORTED, "run: variant %s cannot serve %s: %s", name, case_path, why);
+        st = RA_EUNSUPPORTED;
+    }
+    ra_run rr;
+    memset(&rr, 0, sizeof rr);
+    rr.threads = (int)threads;
+    rr.elapsed_ms = -1;
+    if (st == RA_OK)
+        st = ra_variant_execute(&result, v, &c, !fwd_only, &rr);
+    if (st == RA_OK)
+        st = ra_case_save(&result, out_path);
+    if (st == RA_OK) {
+        printf("%s: %s on %s\n", out_path, name, case_path);
+        for (size_t i = 0; i < result.tensors.n; i++) {
+            const ra_tensor *t = result.tensors.items[i];
+            char shape[128];
+            ra_shape_format(shape, sizeof shape, t->ndim, t->shape);
+            printf("  %-6s %-5s %s\n", t->name, ra_dtype_name(t->dtype), shape);
+        }
+        int grads = 0;
+        for (size_t i = 0; i < result.tensors.n; i++)
+            grads |= ra_is_gradient_of(result.tensors.items[i]->name, &c);
+        if (!fwd_only && !grads)
+            printf("  (no gradients: %s)\n", (v->caps & RA_BWD)
+                                                 ? "the case carries no output cotangent"
+                                                 : "the variant has no backward");
+    }
+    ra_case_clear(&result);
+    ra_case_clear(&c);
+    ra_registry_free(r);
+    return ra_status_exit_code(st);
+}
+
+int ra_cmd_run(int argc, char **argv)
+{
+    enum { OPT_VARIANT = 256, OPT_THREADS, OPT_FWD_ONLY, OPT_PLUGIN };
+    static const struct option longopts[] = {
+        {"variant", required_argument, NULL, OPT_VARIANT},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"fwd-only", no_argument, NULL, OPT_FWD_ONLY},
+        {"plugin", required_argument, NULL, OPT_PLUGIN},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *variant = NULL, *out = NULL;
+    long threads = 0;
+    int fwd_only = 0, rc = 0;
+    const char **plugins = calloc((size_t)argc + 1, sizeof *plugins);
+    size_t nplugins = 0;
+    if (!plugins)
+        return ra_cli_usage_error("run", "out of memory");
+    optind = 0;
+    opterr = 0;
+    for (int c; rc == 0 && (c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
+        switch (c) {
+        case 'h':
+            print_help(stdout);
+            free(plugins);
+            return 0;
+        case 'o':
+            out = optarg;
+            break;
+        case OPT_VARIANT:
+            variant = optarg;
+            break;
+        case OPT_THREADS:
+            rc = ra_cli_parse_int(&threads, "run", "--threads", optarg, 1, 4096);
+            break;
+        case OPT_FWD_ONLY:
+            fwd_only = 1;
+            break;
+        case OPT_PLUGIN:
+            plugins[nplugins++] = optarg;
+            break;
+        default:
+            rc = ra_cli_getopt_error("run", c, argv, optind, longopts);
+        }
+    }
+    if (rc == 0 && !variant)
+        rc = ra_cli_usage_error("run", "--variant NAME is required");
+    if (rc == 0 && !out)
+        rc = ra_cli_usage_error("run", "-o RESULT.safetensors is required");
+    if (rc == 0 && (strlen(out) < 12 || strcmp(out + strlen(out) - 12, ".safetensors") != 0))
+        rc = ra_cli_usage_error("run", "-o '%s': the result is a .safetensors file", out);
+    if (rc == 0 && argc - optind != 1)
+        rc = ra_cli_usage_error("run", argc - optind ? "exactly one case file expected"
+                                                     : "which case file?");
+    if (rc == 0)
+        rc = run(variant, argv[optind], out, threads, fwd_only, plugins);
+    free(plugins);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/* Deliberately broken plugins for the loader's error paths (tests/plugin-errors.sh). */
+
+/*
+ * One source, three shared objects (examples/plugin/local.mk):
+ *   -DBAD_ABI   exports ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION + 1000
+ *   -DNO_ABI    exports ra_plugin_register but no ra_plugin_abi_version
+ *   -DBAD_ROW   registers a variant whose name has a space in it, which
+ *               ra_registry_add must refuse (and the loader roll back)
+ * None of them runs anything: the loader must stop before or at
+ * registration and say why, naming the file.
+ */
+
+#include "recaudit/plugin.h"
+
+#ifndef NO_ABI
+#ifdef BAD_ABI
+const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION + 1000;
+#else
+const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION;
+#endif
+#endif
+
+static ra_status fwd(const ra_case *c, ra_tensors *out, ra_run *run)
+{
+    (void)c, (void)out, (void)run;
+    return RA_EUNSUPPORTED;
+}
+
+ra_status ra_plugin_register(ra_registry *r)
+{
+#ifdef BAD_ROW
+    static const ra_variant ok = {
+        "gdn.bad.ok", "gdn", "a valid row added before the bad one", RA_CPU, RA_FWD, fwd, NULL};
+    static const ra_variant bad = {
+        "gdn.bad name", "gdn", "a name with a space", RA_CPU, RA_FWD, fwd, NULL};
+    ra_status st = ra_registry_add(r, &ok);
+    return st != RA_OK ? st : ra_registry_add(r, &bad);
+#else
+    (void)r;
+    (void)fwd;
+    return RA_OK;
+#endif
+}

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Plugin ABI: the loader refuses broken plugins with one line naming the
+# file and the problem, exit 2 (bad ABI version, no ABI symbol, a bad
+# variant row, a file that is not there or not a shared object).
+. "${top_srcdir:-.}/tests/cli-lib.sh"
+. "${top_srcdir:-.}/tests/plugin-lib.sh"
+bad_abi=$(plugin_so tests libbadabi) || exit $?
+no_abi=$(plugin_so tests libnoabi) || exit $?
+bad_row=$(plugin_so tests libbadrow) || exit $?
+
+expect_status 2 list variants --plugin "$bad_abi" &&
+    expect_grep err "plugin $bad_abi: ABI version 1002, this recaudit expects 2" "ABI mismatch"
+expect_status 2 validate --plugin "$no_abi" &&
+    expect_grep err "plugin $no_abi: no symbol 'ra_plugin_abi_version'" "missing ABI symbol"
+expect_status 2 list variants --plugin "$bad_row" &&
+    expect_grep err "plugin $bad_row: ra_plugin_register failed (bad input): variant name 'gdn.bad name'" "bad row"
+expect_status 2 audit --variant '*' --shape B=1,T=8,Hk=1,Hv=1,K=2,V=2 --plugin ./nonexistent.so &&
+    expect_grep err "plugin ./nonexistent.so: cannot load: " "missing file"
+echo "not an object" >fake.so
+expect_status 2 run --variant x --plugin fake.so -o r.safetensors c.safetensors &&
+    expect_grep err "plugin fake.so: cannot load: " "not a shared object"
+for f in err; do
+    test "$(wc -l <$f)" -eq 1 || fail "expected one error line, got: $(cat $f)"
+done
+finish

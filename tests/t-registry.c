@@ -1,0 +1,284 @@
+/* Check suite for the variant registry and plugin loader (src/audit/registry.c). */
+#include <config.h>
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/registry.h"
+#include "core/status.h"
+#include "core/table.h"
+
+/*
+ * Expected values come from the task statement (the eleven CPU variant
+ * names), from the glob semantics of POSIX fnmatch worked by hand, and
+ * from the rules the registry documents (name alphabet, caps consistency,
+ * duplicates).  Plugins: the three broken objects built from
+ * tests/plugin-bad.c (bad ABI version, no ABI symbol, a bad variant row)
+ * and the example plugin, found under $top_builddir (exported by make
+ * check); when that variable is absent the plugin tests are skipped with
+ * a note rather than guessed.
+ */
+
+static void quiet(const char *reason, const char *file, int line, ra_status code)
+{
+    (void)reason, (void)file, (void)line, (void)code;
+}
+
+static void setup(void) { ra_set_error_handler(quiet); }
+
+static void msg_has(const char *needle)
+{
+    ck_assert_msg(strstr(ra_last_error(), needle), "message '%s' lacks '%s'", ra_last_error(),
+                  needle);
+}
+
+static ra_status fwd(const ra_case *c, ra_tensors *out, ra_run *run)
+{
+    (void)c, (void)out, (void)run;
+    return RA_EUNSUPPORTED;
+}
+
+static ra_status bwd(const ra_case *c, ra_tensors *out, ra_run *run)
+{
+    (void)c, (void)out, (void)run;
+    return RA_EUNSUPPORTED;
+}
+
+START_TEST(special_builtin)
+{
+    static const char *names[] = {"gdn.cpu.f64",
+                                  "gdn.cpu.f32",
+                                  "gdn.cpu.chunk64.ieee",
+                                  "gdn.cpu.chunk64.tf32",
+                                  "gdn.cpu.chunk64.bf16",
+                                  "gdn.cpu.chunk64.ieee.neumann",
+                                  "gdn.cpu.chunk64.tf32.neumann",
+                                  "gdn.cpu.chunk64.bf16.neumann",
+                                  "gdn.cpu.chunk128.ieee.schur",
+                                  "gdn.cpu.chunk128.tf32.schur",
+                                  "gdn.cpu.chunk128.bf16.schur"};
+    ra_registry *r;
+    ck_assert_int_eq(ra_registry_new(&r), RA_OK);
+    ck_assert_uint_eq(ra_registry_count(r), 11);
+    for (size_t i = 0; i < 11; i++) {
+        const ra_variant *v = ra_registry_find(r, names[i]);
+        ck_assert_msg(v != NULL, "missing %s", names[i]);
+        ck_assert_str_eq(v->op, "gdn");
+        ck_assert_int_eq(v->device, RA_CPU);
+        ck_assert(v->caps & RA_FWD);
+        ck_assert_ptr_null(ra_registry_origin_of(r, v));
+        /* NKI's algorithms (neumann, schur) require unit-norm keys. */
+        int nki = strstr(names[i], "neumann") || strstr(names[i], "schur");
+        ck_assert_int_eq(!!(v->caps & RA_UNIT_KEYS), nki);
+    }
+    /* Registration order: ra_registry_at walks the same rows. */
+    for (size_t i = 0; i < ra_registry_count(r); i++)
+        ck_assert_ptr_eq(ra_registry_find(r, ra_registry_at(r, i)->name), ra_registry_at(r, i));
+    ck_assert_ptr_null(ra_registry_at(r, 11));
+    ck_assert_ptr_null(ra_registry_find(r, "gdn.cpu"));
+    /* 'gdn.cpu.chunk64.*' : 3 precisions x (fwdsubst, neumann). */
+    ck_assert_uint_eq(ra_registry_count_matching(r, "gdn.cpu.chunk64.*"), 6);
+    ck_assert_uint_eq(ra_registry_count_matching(r, "*.schur"), 3);
+    ck_assert_uint_eq(ra_registry_count_matching(r, "gdn.cpu.f[0-9][0-9]"), 2);
+    ck_assert_uint_eq(ra_registry_count_matching(r, "gdn.cuda.*"), 0);
+    ra_registry_free(r);
+}
+END_TEST
+
+START_TEST(special_glob)
+{
+    ck_assert(ra_glob_match("gdn.cpu.*", "gdn.cpu.f64"));
+    ck_assert(!ra_glob_match("gdn.cpu.*", "gdn.cuda.f64"));
+    ck_assert(ra_glob_match("*", "anything.at.all"));
+    ck_assert(ra_glob_match("gdn.*.f32", "gdn.cpu.f32"));
+    ck_assert(!ra_glob_match("gdn.*.f32", "gdn.cpu.f32x"));
+    ck_assert(ra_glob_match("gdn.cpu.chunk?4.ieee", "gdn.cpu.chunk64.ieee"));
+    ck_assert(ra_glob_match("gdn.cpu.chunk[16][24]*", "gdn.cpu.chunk128.bf16.schur"));
+    ck_assert(!ra_glob_match("gdn.cpu.chunk[!16]*", "gdn.cpu.chunk128.bf16.schur"));
+    ck_assert(!ra_glob_match("gdn", "gdn.cpu.f64")); /* whole-name match */
+}
+END_TEST
+
+START_TEST(special_add)
+{
+    ra_registry *r;
+    ck_assert_int_eq(ra_registry_new_empty(&r), RA_OK);
+    ra_variant v = {"gdn.test.one", "gdn", "one line", RA_CPU, RA_FWD | RA_BWD, fwd, bwd};
+    ck_assert_int_eq(ra_registry_add(r, &v), RA_OK);
+    ck_assert_uint_eq(ra_registry_count(r), 1);
+
+    /* The struct is copied: changing the caller's copy changes nothing. */
+    v.caps = RA_FWD;
+    ck_assert_uint_eq(ra_registry_find(r, "gdn.test.one")->caps, RA_FWD | RA_BWD);
+
+    ra_variant dup = {"gdn.test.one", "gdn", "again", RA_CPU, RA_FWD, fwd, NULL};
+    ck_assert_int_eq(ra_registry_add(r, &dup), RA_EINVAL);
+    msg_has("already registered");
+
+    struct {
+        ra_variant v;
+        const char *msg;
+    } bad[] = {
+        {{"gdn test", "gdn", "d", RA_CPU, RA_FWD, fwd, NULL}, "variant name 'gdn test'"},
+        {{"", "gdn", "d", RA_CPU, RA_FWD, fwd, NULL}, "variant name ''"},
+        {{NULL, "gdn", "d", RA_CPU, RA_FWD, fwd, NULL}, "variant name '(null)'"},
+        {{"gdn.x;rm", "gdn", "d", RA_CPU, RA_FWD, fwd, NULL}, "gdn.x;rm"},
+        {{"gdn.x", "", "d", RA_CPU, RA_FWD, fwd, NULL}, "op ''"},
+        {{"gdn.x", "gdn", "two\nlines", RA_CPU, RA_FWD, fwd, NULL}, "one non-empty line"},
+        {{"gdn.x", "gdn", NULL, RA_CPU, RA_FWD, fwd, NULL}, "one non-empty line"},
+        {{"gdn.x", "gdn", "d", (ra_device)7, RA_FWD, fwd, NULL}, "device 7"},
+        {{"gdn.x", "gdn", "d", RA_CPU, RA_BWD, NULL, bwd}, "needs RA_FWD"},
+        {{"gdn.x", "gdn", "d", RA_CPU, RA_FWD, NULL, NULL}, "needs RA_FWD"},
+        {{"gdn.x", "gdn", "d", RA_CPU, RA_FWD | RA_BWD, fwd, NULL}, "RA_BWD and the backward"},
+        {{"gdn.x", "gdn", "d", RA_CPU, RA_FWD, fwd, bwd}, "RA_BWD and the backward"},
+        {{"gdn.x", "gdn", "d", RA_CPU, RA_FWD | (1u << 7), fwd, NULL},
+         "unknown capability bits 0x80"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_int_eq(ra_registry_add(r, &bad[i].v), RA_EINVAL);
+        msg_has(bad[i].msg);
+    }
+    /* 81 characters: one over the limit; 80 is accepted. */
+    char name[82];
+    memset(name, 'a', 81);
+    name[81] = '\0';
+    ra_variant longv = {name, "gdn", "d", RA_CPU, RA_FWD, fwd, NULL};
+    ck_assert_int_eq(ra_registry_add(r, &longv), RA_EINVAL);
+    name[80] = '\0';
+    ck_assert_int_eq(ra_registry_add(r, &longv), RA_OK);
+    ck_assert_uint_eq(ra_registry_count(r), 2);
+    ra_registry_free(r);
+}
+END_TEST
+
+START_TEST(special_caps_and_table)
+{
+    char buf[64];
+    ra_caps_format(buf, sizeof buf, RA_FWD | RA_BWD | RA_H0 | RA_GQA | RA_L2NORM | RA_TAIL);
+    ck_assert_str_eq(buf, "fwd,bwd,h0,gqa,l2norm,tail");
+    ra_caps_format(buf, sizeof buf, RA_FWD | RA_TAIL);
+    ck_assert_str_eq(buf, "fwd,tail");
+    ra_caps_format(buf, sizeof buf, RA_FWD | RA_UNIT_KEYS);
+    ck_assert_str_eq(buf, "fwd,unit-keys");
+    ra_caps_format(buf, sizeof buf, 0);
+    ck_assert_str_eq(buf, "");
+
+    ra_registry *r;
+    ck_assert_int_eq(ra_registry_new_empty(&r), RA_OK);
+    ra_variant a = {"gdn.t.a", "gdn", "doc a", RA_CPU, RA_FWD | RA_H0, fwd, NULL};
+    ra_variant b = {"gdn.t.b", "gdn", "doc b", RA_CUDA, RA_FWD | RA_BWD, fwd, bwd};
+    ck_assert_int_eq(ra_registry_add(r, &a), RA_OK);
+    ck_assert_int_eq(ra_registry_add(r, &b), RA_OK);
+    ra_table *t;
+    ck_assert_int_eq(ra_registry_table(&t, r, "*.b"), RA_OK);
+    ck_assert_uint_eq(ra_table_rows(t), 1);
+    ck_assert_str_eq(ra_table_cell(t, 0, 0), "gdn.t.b");
+    ck_assert_str_eq(ra_table_cell(t, 0, 1), "gdn");
+    ck_assert_str_eq(ra_table_cell(t, 0, 2), "cuda");
+    ck_assert_str_eq(ra_table_cell(t, 0, 3), "fwd,bwd");
+    ck_assert_str_eq(ra_table_cell(t, 0, 4), "doc b");
+    ck_assert_str_eq(ra_table_cell(t, 0, 5), "built-in");
+    ra_table_free(t);
+    ck_assert_int_eq(ra_registry_table(&t, r, NULL), RA_OK);
+    ck_assert_uint_eq(ra_table_rows(t), 2);
+    ck_assert_str_eq(ra_table_cell(t, 0, 3), "fwd,h0");
+    ra_table_free(t);
+    ra_registry_free(r);
+}
+END_TEST
+
+/* Path of a libtool-built test plugin, or NULL (test skipped). */
+static const char *plugin_path(char *buf, size_t len, const char *dir, const char *name)
+{
+    const char *top = getenv("top_builddir");
+    if (!top)
+        return NULL;
+    snprintf(buf, len, "%s/%s/.libs/%s", top, dir, name);
+    return buf;
+}
+
+START_TEST(data_plugins)
+{
+    char path[4096];
+    if (!plugin_path(path, sizeof path, "tests", "libbadabi.so")) {
+        fprintf(stderr, "t-registry: top_builddir unset, plugin tests skipped\n");
+        return;
+    }
+    ra_registry *r;
+    ck_assert_int_eq(ra_registry_new(&r), RA_OK);
+    size_t n0 = ra_registry_count(r);
+
+    ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_EUNSUPPORTED);
+    msg_has(path);
+    msg_has("ABI version 1002, this recaudit expects 2");
+
+    plugin_path(path, sizeof path, "tests", "libnoabi.so");
+    ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_ENOTFOUND);
+    msg_has(path);
+    msg_has("no symbol 'ra_plugin_abi_version'");
+
+    /* libbadrow adds a valid row, then a bad one: the load fails and the
+       valid row is removed again. */
+    plugin_path(path, sizeof path, "tests", "libbadrow.so");
+    ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_EINVAL);
+    msg_has(path);
+    msg_has("variant name 'gdn.bad name'");
+    ck_assert_ptr_null(ra_registry_find(r, "gdn.bad.ok"));
+
+    ck_assert_int_eq(ra_registry_load_plugin(r, "/nonexistent/libx.so"), RA_EIO);
+    msg_has("/nonexistent/libx.so");
+    msg_has("cannot load");
+    ck_assert_int_eq(ra_registry_load_plugin(r, ""), RA_EINVAL);
+    ck_assert_uint_eq(ra_registry_count(r), n0);
+
+    /* The example plugin registers one variant, remembered with its path;
+       loading it twice is refused as a duplicate. */
+    plugin_path(path, sizeof path, "examples/plugin", "libgdnexample.so");
+    ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_OK);
+    ck_assert_uint_eq(ra_registry_count(r), n0 + 1);
+    const ra_variant *v = ra_registry_find(r, "gdn.example.f64");
+    ck_assert_ptr_nonnull(v);
+    ck_assert_str_eq(ra_registry_origin_of(r, v), path);
+    ck_assert_str_eq(ra_registry_origin(r, n0), path);
+    ck_assert_uint_eq(v->caps, RA_FWD | RA_BWD | RA_H0 | RA_GQA | RA_TAIL);
+    ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_EINVAL);
+    msg_has("already registered");
+    ck_assert_uint_eq(ra_registry_count(r), n0 + 1);
+    ra_registry_free(r);
+
+    /* ra_registry_new_with_plugins: a failing plugin leaves nothing. */
+    plugin_path(path, sizeof path, "tests", "libnoabi.so");
+    const char *list[] = {path, NULL};
+    r = (ra_registry *)&r; /* poisoned: must be reset to NULL on failure */
+    ck_assert_int_eq(ra_registry_new_with_plugins(&r, list), RA_ENOTFOUND);
+    ck_assert_ptr_null(r);
+}
+END_TEST
+
+static Suite *registry_suite(void)
+{
+    Suite *s = suite_create("registry");
+    TCase *special = tcase_create("special");
+    tcase_add_checked_fixture(special, setup, NULL);
+    tcase_add_test(special, special_builtin);
+    tcase_add_test(special, special_glob);
+    tcase_add_test(special, special_add);
+    tcase_add_test(special, special_caps_and_table);
+    suite_add_tcase(s, special);
+    TCase *data = tcase_create("data");
+    tcase_add_checked_fixture(data, setup, NULL);
+    tcase_add_test(data, data_plugins);
+    suite_add_tcase(s, data);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(registry_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
