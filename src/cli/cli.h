@@ -31,4 +31,12 @@ int ra_cli_parse_int(long *out, const char *cmd, const char *opt, const char *te
 int ra_cli_parse_u64(unsigned long long *out, const char *cmd, const char *opt,
                      const char *text);
 
+/* After getopt_long (opterr = 0, short options string starting with ':')
+   returned '?' or ':' as ret, with ind the optind it left: reports an
+   unknown, ambiguous or valueless option, or a value given to a flag,
+   naming the argument, and returns 2 (src/cli/options.c). */
+struct option;
+int ra_cli_getopt_error(const char *cmd, int ret, char *const *argv, int ind,
+                        const struct option *longopts);
+
 #endif

@@ -14,7 +14,8 @@
 
 typedef struct ra_progress ra_progress;
 
-/* label: "reference gdn", unit: "heads".  Returns NULL when disabled (every
+/* label: "reference gdn", unit: "heads"; total <= 0 means unknown (count
+   and rate only, no percent or ETA).  Returns NULL when disabled (every
    function accepts NULL). */
 ra_progress *ra_progress_start(const char *label, int64_t total, const char *unit);
 void ra_progress_add(ra_progress *p, int64_t n);

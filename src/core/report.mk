@@ -1,1 +1,10 @@
-# (filled by its module)
+# Report writers (tables, progress bar) and the operation list.
+librecaudit_a_SOURCES += src/core/progress.c src/core/table.c \
+	src/core/ops.c src/core/ops.h
+
+check_PROGRAMS += tests/t-table tests/t-progress
+TESTS += tests/t-table tests/t-progress
+tests_t_table_CFLAGS = $(TEST_CFLAGS)
+tests_t_table_LDADD = $(TEST_LIBS)
+tests_t_progress_CFLAGS = $(TEST_CFLAGS)
+tests_t_progress_LDADD = $(TEST_LIBS)

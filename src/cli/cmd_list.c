@@ -1,0 +1,175 @@
+/* `recaudit list KIND`: what the suite knows (ops, regimes, ...) as a table. */
+#include <config.h>
+
+#include <fnmatch.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/registry.h"
+#include "audit/suite.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "core/gen_gdn.h"
+#include "core/ops.h"
+#include "core/table.h"
+
+/*
+ * Each kind is one row of `kinds` below: a name, a one-line doc and a
+ * function that builds the table (ra_list_fill_fn, commands.h).  The
+ * command writes that table in the chosen format after keeping only the
+ * rows whose first column matches the optional glob, so every kind gets
+ * filtering and every output format for free.  Kinds that depend on
+ * plugins (variants) take the --plugin paths; the others refuse them.
+ */
+
+static ra_status list_ops(ra_table **out, const char *const *plugins)
+{
+    (void)plugins;
+    static const char *const headers[] = {"op", "doc"};
+    RA_TRY(ra_table_new(out, 2, headers));
+    for (const ra_op_info *o = ra_ops(); o->name; o++) {
+        const char *row[] = {o->name, o->doc};
+        RA_TRY(ra_table_add_row(*out, row));
+    }
+    return RA_OK;
+}
+
+static ra_status list_regimes(ra_table **out, const char *const *plugins)
+{
+    (void)plugins;
+    static const char *const headers[] = {"regime", "op", "doc"};
+    RA_TRY(ra_table_new(out, 3, headers));
+    for (const ra_regime_info *r = ra_gdn_regimes(); r->name; r++) {
+        const char *row[] = {r->name, "gdn", r->doc};
+        RA_TRY(ra_table_add_row(*out, row));
+    }
+    return RA_OK;
+}
+
+typedef struct list_kind {
+    const char *name;
+    const char *doc;
+    ra_list_fill_fn *fill;
+    int takes_plugins; /* accepts --plugin */
+} list_kind;
+
+static const list_kind kinds[] = {
+    {"ops", "operations the suite knows, with where SPEC.md defines them", list_ops, 0},
+    {"regimes", "input distributions for `recaudit gen --regime`", list_regimes, 0},
+    {"variants", "kernel variants: name, op, device, capabilities, doc", ra_list_variants, 1},
+    {"suites", "conformance suites for `recaudit validate --suite`", ra_list_suites, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static void print_help(FILE *f)
+{
+    fprintf(f, "usage: recaudit list [--format text|md|csv|json] KIND [GLOB]\n"
+               "\n"
+               "Lists what the suite knows, one table row each; GLOB keeps the rows\n"
+               "whose first column matches (shell pattern).\n"
+               "\n"
+               "kinds:\n");
+    for (const list_kind *k = kinds; k->name; k++)
+        fprintf(f, "  %-10s %s\n", k->name, k->doc);
+    fprintf(f, "\n"
+               "options:\n"
+               "  --format F       text (default), md, csv or json\n"
+               "  --plugin LIB.so  also load a variant plugin (kinds that list variants)\n"
+               "  -h, --help       this help\n"
+               "\n"
+               "example:\n"
+               "  recaudit list regimes\n");
+}
+
+/* The rows of t whose first cell matches the shell pattern, as a new table. */
+static ra_status filter_rows(ra_table **out, const ra_table *t, const char *pattern)
+{
+    int nc = ra_table_cols(t);
+    const char **row = calloc((size_t)nc, sizeof *row);
+    if (!row)
+        RA_ERROR("list: out of memory", RA_ENOMEM);
+    for (int j = 0; j < nc; j++)
+        row[j] = ra_table_header(t, j);
+    ra_status st = ra_table_new(out, nc, row);
+    for (size_t i = 0; st == RA_OK && i < ra_table_rows(t); i++) {
+        if (fnmatch(pattern, ra_table_cell(t, i, 0), 0) != 0)
+            continue;
+        for (int j = 0; j < nc; j++)
+            row[j] = ra_table_cell(t, i, j);
+        st = ra_table_add_row(*out, row);
+    }
+    free(row);
+    return st;
+}
+
+int ra_cmd_list(int argc, char **argv)
+{
+    enum { OPT_FORMAT = 256, OPT_PLUGIN };
+    static const struct option longopts[] = {
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"plugin", required_argument, NULL, OPT_PLUGIN},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    ra_format fmt = RA_FMT_TEXT;
+    const char *format_text = NULL;
+    const char **plugins = calloc((size_t)argc + 1, sizeof *plugins);
+    size_t nplugins = 0;
+    int rc = 0;
+    if (!plugins)
+        return ra_cli_usage_error("list", "out of memory");
+    optind = 0;
+    opterr = 0;
+    for (int c; rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
+        switch (c) {
+        case 'h':
+            print_help(stdout);
+            free(plugins);
+            return 0;
+        case OPT_FORMAT:
+            format_text = optarg;
+            break;
+        case OPT_PLUGIN:
+            plugins[nplugins++] = optarg;
+            break;
+        default:
+            rc = ra_cli_getopt_error("list", c, argv, optind, longopts);
+        }
+    }
+    if (rc == 0 && format_text && ra_format_parse(&fmt, format_text) != RA_OK) {
+        fprintf(stderr, "(see 'recaudit list --help')\n");
+        rc = 2;
+    }
+    const list_kind *kind = NULL;
+    if (rc == 0 && optind >= argc)
+        rc = ra_cli_usage_error("list", "which kind? (ops, regimes, ...)");
+    if (rc == 0) {
+        for (const list_kind *k = kinds; k->name; k++)
+            if (strcmp(k->name, argv[optind]) == 0)
+                kind = k;
+        if (!kind)
+            rc = ra_cli_usage_error("list", "unknown kind '%s'", argv[optind]);
+    }
+    if (rc == 0 && argc - optind > 2)
+        rc = ra_cli_usage_error("list", "unexpected argument '%s'", argv[optind + 2]);
+    if (rc == 0 && nplugins && !kind->takes_plugins)
+        rc = ra_cli_usage_error("list", "'%s' does not load plugins", kind->name);
+    if (rc != 0) {
+        free(plugins);
+        return rc;
+    }
+    const char *pattern = argc - optind == 2 ? argv[optind + 1] : NULL;
+
+    ra_table *t = NULL, *shown = NULL;
+    ra_status st = kind->fill(&t, plugins);
+    if (st == RA_OK && pattern)
+        st = filter_rows(&shown, t, pattern);
+    if (st == RA_OK)
+        st = ra_table_write(shown ? shown : t, stdout, fmt);
+    ra_table_free(shown);
+    ra_table_free(t);
+    free(plugins);
+    return ra_status_exit_code(st);
+}
