@@ -1,1 +1,25 @@
-# (filled by its module)
+# MPFR references: the gated delta rule, certification (Ziv), cache.
+librecaudit_a_SOURCES += src/ref/ref.h src/ref/refop.h src/ref/mparr.c src/ref/mparr.h \
+	src/ref/gdn.c src/ref/gdn.h src/ref/gdn_run.c src/ref/gdn_ref.c \
+	src/ref/certify.c src/ref/cache.c
+
+check_PROGRAMS += tests/t-ref-gdn
+TESTS += tests/t-ref-gdn
+tests_t_ref_gdn_SOURCES = tests/t-ref-gdn.c tests/ref-testutil.h tests/ref-naive.h
+tests_t_ref_gdn_CFLAGS = $(TEST_CFLAGS)
+tests_t_ref_gdn_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/t-certify
+TESTS += tests/t-certify
+tests_t_certify_SOURCES = tests/t-certify.c tests/ref-testutil.h
+tests_t_certify_CFLAGS = $(TEST_CFLAGS)
+tests_t_certify_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/t-ref-cache
+TESTS += tests/t-ref-cache
+tests_t_ref_cache_SOURCES = tests/t-ref-cache.c tests/ref-testutil.h
+tests_t_ref_cache_CFLAGS = $(TEST_CFLAGS)
+tests_t_ref_cache_LDADD = $(TEST_LIBS)
+
+TESTS += tests/ref-cli.sh
+EXTRA_DIST += tests/ref-cli.sh

@@ -18,40 +18,72 @@
  * prec_cap.  A shortfall at the cap is reported in the result, never
  * hidden (certified=no, and the bits per tensor).
  *
+ * Agreeing bits of one element, a at p and b at the check precision:
+ * floor(log2(|b| / |a - b|)) clamped to [0, p]; p when a == b (two zeros
+ * of any signs included); 0 when exactly one is zero or the signs differ.
+ * A tensor's bits are the minimum over its elements (an empty tensor: p).
+ * Precision raising: round k+1 works at round k's check precision c (its
+ * results are reused, not recomputed) and checks at 2c; it stops when
+ * every tensor has min_bits, or when the next working precision would
+ * exceed prec_cap.
+ *
  * The result is a case with the same op whose tensors are every output and
  * gradient rounded to nearest f64, from the check-precision run, and whose
- * params hold:
+ * params hold the case's parameters followed by:
  *   ref_prec            working precision of the final round (bits)
  *   ref_check_prec      its check precision
+ *   ref_rounds          each round's precisions and its least agreeing bits
+ *                       over all tensors, "p/c:bits", comma-separated, e.g.
+ *                       "128/256:45,256/512:173"
  *   certified_bits.<t>  agreeing bits of tensor <t>
+ *   certified_worst.<t> for a tensor below min_bits only: the multi-index
+ *                       of its first element with the fewest bits
  *   certified           "yes" when every tensor reached min_bits, else "no"
  *   ref_min_bits        the threshold asked for
+ *   ref_prec_cap        the cap
  *   mpfr_version        the MPFR that ran
  *   cache_key           hex key of (op, params, input bytes, precision opts)
+ *   content_hash        hex XXH3-128 of the result tensors (names, dtypes,
+ *                       shapes, bytes): the cache verifies it on every hit
+ *   cache               "hit", "miss" (computed and stored), "refreshed"
+ *                       (a stale or corrupt entry was recomputed) or "off"
  * When certification is off (--no-certify), ref_check_prec and the bits are
- * absent and certified is "unchecked".
+ * absent and certified is "unchecked"; the tensors come from the p run.
+ *
+ * Errors: bad options (prec < 53, check_prec <= prec, prec > prec_cap,
+ * min_bits < 1) RA_EINVAL; an op without a reference RA_EUNSUPPORTED naming
+ * the ops that have one; the op's own validation (shapes, NaN/Inf ...);
+ * RA_ENUMERIC when an intermediate leaves MPFR's exponent range.  A cache
+ * that cannot be found (no $RECAUDIT_CACHE nor $HOME) or written is a
+ * warning, not an error.
  */
 
 typedef struct ra_ref_opts {
-    mpfr_prec_t prec;     /* working precision p (default 128) */
+    mpfr_prec_t prec;       /* working precision p (default 128) */
     mpfr_prec_t check_prec; /* 0: 2p */
-    mpfr_prec_t prec_cap; /* default 1024 */
-    int min_bits;         /* default 60 */
-    int certify;          /* default 1 */
-    int grads;            /* compute gradients when cotangents exist (default 1) */
-    int threads;          /* 0: OpenMP default */
-    int use_cache;        /* default 1 */
-    const char *cache_dir; /* NULL: $RECAUDIT_CACHE, else ~/.cache/recaudit */
-    int progress;         /* progress bar on a terminal (default 1) */
+    mpfr_prec_t prec_cap;   /* default 1024 */
+    int min_bits;           /* default 60 */
+    int certify;            /* default 1 */
+    int grads;              /* compute gradients when cotangents exist (default 1) */
+    int threads;            /* 0: OpenMP default */
+    int use_cache;          /* default 1 */
+    const char *cache_dir;  /* NULL: $RECAUDIT_CACHE, else ~/.cache/recaudit */
+    int progress;           /* progress bar on a terminal (default 1) */
 } ra_ref_opts;
 
 void ra_ref_opts_init(ra_ref_opts *o);
 
 /* `what` names the case in messages (its file name). */
-ra_status ra_ref_compute(ra_case *ref, const ra_case *c, const ra_ref_opts *o,
-                         const char *what);
+ra_status ra_ref_compute(ra_case *ref, const ra_case *c, const ra_ref_opts *o, const char *what);
 
 /* Operations that have a reference, NULL-terminated ("gdn", ...). */
 const char *const *ra_ref_ops(void);
+
+/* The cache key ra_ref_compute uses for (c, o): 32 hex digits of XXH3-128
+   over a format tag, the op, every parameter (sorted by key), every tensor
+   (sorted by name: name, dtype, shape, bytes) and the options that change
+   the result (prec, effective check_prec, prec_cap, min_bits, certify,
+   grads). */
+void ra_ref_cache_key(char hex[33], const ra_case *c, const ra_ref_opts *o);
 
 #endif

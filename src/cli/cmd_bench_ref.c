@@ -1,0 +1,281 @@
+/* `recaudit bench-ref`: MPFR reference speed against bare MPFR loops, and wall time. */
+#include <config.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpfr.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "core/case.h"
+#include "core/gen_gdn.h"
+#include "core/table.h"
+#include "ref/gdn.h"
+#include "ref/ref.h"
+
+/*
+ * Per-core rates: one head (B = Hk = Hv = 1, the given T, K, V, the default
+ * regime) run single-threaded, forward alone and forward + backward; the
+ * backward's time is the difference.  Operations are MPFR arithmetic calls
+ * counted by formula (ra_gdn_op_count).  Baselines on the same amount of
+ * data, a K x V array swept row by row with the accumulation pattern of the
+ * references, x_j <- x_j + S_ij k_i: one mpfr_fma per element (the bound the
+ * brief names), and mpfr_mul + mpfr_add per element (the two calls the
+ * references actually use per multiply-add).  ratio = ns per reference
+ * operation / ns per baseline call.  Then the wall time of a certified
+ * forward + backward (ra_ref_compute, cache off) for the whole shape.
+ */
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef struct bench_args {
+    const char *shape;
+    mpfr_prec_t prec;
+    int threads;
+    unsigned long long seed;
+} bench_args;
+
+static void print_help(FILE *f)
+{
+    fprintf(f, "usage: recaudit bench-ref [--shape S] [--prec N] [--threads N] [--seed N]\n"
+               "\n"
+               "Measures the gdn MPFR reference: MPFR operations per second per core for\n"
+               "the forward and the backward (one head, one thread; operations counted by\n"
+               "formula) against bare mpfr_fma and mpfr_mul+mpfr_add loops at the same\n"
+               "precision over a K x V array, and the wall time of a certified forward +\n"
+               "backward (p and the 2p check) of the whole shape.\n"
+               "\n"
+               "options:\n"
+               "  --shape S      gdn shape (default B=1,T=64,Hk=1,Hv=2,K=128,V=128)\n"
+               "  --prec N       working precision (default 128)\n"
+               "  --threads N    threads of the certified run (default: all)\n"
+               "  --seed N       case seed (default 0)\n"
+               "  -h, --help     this help\n");
+}
+
+static int parse_args(bench_args *a, int argc, char **argv)
+{
+    enum { OPT_SHAPE = 256, OPT_PREC, OPT_THREADS, OPT_SEED };
+    static const struct option longopts[] = {
+        {"shape", required_argument, NULL, OPT_SHAPE},
+        {"prec", required_argument, NULL, OPT_PREC},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(a, 0, sizeof *a);
+    a->shape = "B=1,T=64,Hk=1,Hv=2,K=128,V=128";
+    a->prec = 128;
+    optind = 0;
+    opterr = 0;
+    long v;
+    for (int c; (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
+        switch (c) {
+        case 'h':
+            print_help(stdout);
+            return -1;
+        case OPT_SHAPE:
+            a->shape = optarg;
+            break;
+        case OPT_PREC:
+            if (ra_cli_parse_int(&v, "bench-ref", "--prec", optarg, 53, 1L << 20))
+                return 2;
+            a->prec = v;
+            break;
+        case OPT_THREADS:
+            if (ra_cli_parse_int(&v, "bench-ref", "--threads", optarg, 1, 4096))
+                return 2;
+            a->threads = (int)v;
+            break;
+        case OPT_SEED:
+            if (ra_cli_parse_u64(&a->seed, "bench-ref", "--seed", optarg))
+                return 2;
+            break;
+        default:
+            return ra_cli_getopt_error("bench-ref", c, argv, optind, longopts);
+        }
+    }
+    if (optind < argc)
+        return ra_cli_usage_error("bench-ref", "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+static ra_status gen_case(ra_case *c, const ra_gdn_shape *s, unsigned long long seed)
+{
+    ra_gdn_gen_opts g;
+    memset(&g, 0, sizeof g);
+    g.shape = *s;
+    g.dtype = RA_F32;
+    g.seed = seed;
+    return ra_gdn_generate(c, &g);
+}
+
+/* ns per call of a bare loop over a K x V array: fma (muladd == 0) or
+   mul + add (muladd == 1, ns per call, i.e. per pair / 2). */
+static ra_status bare_loop(double *ns, int64_t K, int64_t V, mpfr_prec_t p, double calls,
+                           int muladd)
+{
+    ra_mparr S, k, x, t;
+    memset(&S, 0, sizeof S), memset(&k, 0, sizeof k), memset(&x, 0, sizeof x);
+    memset(&t, 0, sizeof t);
+    ra_status st = ra_mparr_init(&S, (size_t)(K * V), p);
+    if (st == RA_OK)
+        st = ra_mparr_init(&k, (size_t)K, p);
+    if (st == RA_OK)
+        st = ra_mparr_init(&x, (size_t)V, p);
+    if (st == RA_OK)
+        st = ra_mparr_init(&t, 1, p);
+    if (st == RA_OK) {
+        /* deterministic operands of mixed signs, magnitudes near 1 and all p
+           bits significant (divisions by 7 and by i + 3 never terminate in
+           binary), like a state and its vectors */
+        for (int64_t i = 0; i < K * V; i++) {
+            mpfr_set_si(S.x + i, (long)((i * 7919) % 2001) - 1000, MPFR_RNDN);
+            mpfr_div_ui(S.x + i, S.x + i, 7 * 997, MPFR_RNDN);
+        }
+        for (int64_t i = 0; i < K; i++) {
+            mpfr_set_ui(k.x + i, 1, MPFR_RNDN);
+            mpfr_div_ui(k.x + i, k.x + i, (unsigned long)(3 * i + 7), MPFR_RNDN);
+        }
+        const int64_t sweeps = (int64_t)(calls / (double)((muladd ? 2 : 1) * K * V)) + 1;
+        double t0 = now();
+        for (int64_t r = 0; r < sweeps; r++) {
+            ra_mp_zero(x.x, (size_t)V);
+            for (int64_t i = 0; i < K; i++)
+                for (int64_t j = 0; j < V; j++)
+                    if (muladd) {
+                        mpfr_mul(t.x, S.x + i * V + j, k.x + i, MPFR_RNDN);
+                        mpfr_add(x.x + j, x.x + j, t.x, MPFR_RNDN);
+                    } else
+                        mpfr_fma(x.x + j, S.x + i * V + j, k.x + i, x.x + j, MPFR_RNDN);
+        }
+        *ns = (now() - t0) / ((double)sweeps * (double)(K * V) * (muladd ? 2 : 1)) * 1e9;
+    }
+    ra_mparr_free(&S), ra_mparr_free(&k), ra_mparr_free(&x), ra_mparr_free(&t);
+    return st;
+}
+
+static ra_status add_row(ra_table *t, const char *what, double ops, double secs, double base_fma,
+                         double base_ma)
+{
+    char o[32], s[32], ns[32], rate[32], r1[32], r2[32];
+    double per = secs / ops * 1e9;
+    snprintf(o, sizeof o, "%.4g", ops);
+    snprintf(s, sizeof s, "%.3f", secs);
+    snprintf(ns, sizeof ns, "%.1f", per);
+    snprintf(rate, sizeof rate, "%.2f", ops / secs / 1e6);
+    snprintf(r1, sizeof r1, "%.2f", base_fma > 0 ? per / base_fma : 1.0);
+    snprintf(r2, sizeof r2, "%.2f", base_ma > 0 ? per / base_ma : 1.0);
+    const char *cells[] = {what, o, s, ns, rate, r1, r2};
+    return ra_table_add_row(t, cells);
+}
+
+static ra_status bench(const bench_args *a)
+{
+    ra_gdn_shape s, one;
+    RA_TRY(ra_gdn_shape_parse(&s, a->shape));
+    one = s;
+    one.B = one.Hk = one.Hv = 1;
+    ra_case c1;
+    ra_case_init(&c1);
+    RA_TRY(gen_case(&c1, &one, a->seed));
+    ra_gdn_problem p;
+    ra_gdn_data d;
+    ra_status st = ra_gdn_problem_init(&p, &c1, RA_GDN_NEED_COTANGENTS, "bench case");
+    if (st == RA_OK)
+        st = ra_gdn_data_init(&d, &p);
+    if (st != RA_OK) {
+        ra_case_clear(&c1);
+        return st;
+    }
+    double fwd_ops, bwd_ops, tf = 0, tfb = 0;
+    ra_gdn_op_count(&one, d.in.l2norm, d.in.x[RA_GDN_DHT] != NULL, 0, &fwd_ops, &bwd_ops);
+    ra_gdn_out out;
+    double t0 = now();
+    st = ra_gdn_run(&out, &d.in, a->prec, 0, 1, NULL);
+    tf = now() - t0;
+    ra_gdn_out_clear(&out);
+    if (st == RA_OK) {
+        t0 = now();
+        st = ra_gdn_run(&out, &d.in, a->prec, 1, 1, NULL);
+        tfb = now() - t0;
+        ra_gdn_out_clear(&out);
+    }
+    ra_gdn_data_clear(&d);
+    ra_case_clear(&c1);
+    double base_fma = 0, base_ma = 0;
+    if (st == RA_OK)
+        st = bare_loop(&base_fma, s.K, s.V, a->prec, fwd_ops, 0);
+    if (st == RA_OK)
+        st = bare_loop(&base_ma, s.K, s.V, a->prec, fwd_ops, 1);
+    RA_TRY(st);
+
+    static const char *const headers[] = {"loop (1 thread)", "mpfr_ops", "seconds",   "ns/op",
+                                          "Mops/s/core",     "vs_fma",   "vs_mul+add"};
+    ra_table *t;
+    RA_TRY(ra_table_new(&t, 7, headers));
+    st = add_row(t, "gdn forward", fwd_ops, tf, base_fma, base_ma);
+    if (st == RA_OK)
+        st = add_row(t, "gdn backward", bwd_ops, tfb - tf, base_fma, base_ma);
+    if (st == RA_OK)
+        st = add_row(t, "bare mpfr_fma", fwd_ops, base_fma * fwd_ops * 1e-9, base_fma, base_ma);
+    if (st == RA_OK)
+        st = add_row(t, "bare mpfr_mul+add", fwd_ops, base_ma * fwd_ops * 1e-9, base_fma, base_ma);
+    if (st == RA_OK) {
+        char one_text[128];
+        ra_gdn_shape_format(one_text, sizeof one_text, &one);
+        printf("gdn reference at %ld bits, one head %s, default regime:\n", (long)a->prec,
+               one_text);
+        st = ra_table_write(t, stdout, RA_FMT_TEXT);
+    }
+    ra_table_free(t);
+    RA_TRY(st);
+
+    /* certified forward + backward of the whole shape */
+    ra_case c, ref;
+    ra_case_init(&c);
+    ra_case_init(&ref);
+    st = gen_case(&c, &s, a->seed);
+    ra_ref_opts o;
+    ra_ref_opts_init(&o);
+    o.prec = a->prec;
+    o.threads = a->threads;
+    o.use_cache = 0;
+    if (st == RA_OK) {
+        t0 = now();
+        st = ra_ref_compute(&ref, &c, &o, "bench case");
+        double wall = now() - t0;
+        if (st == RA_OK) {
+            char text[128];
+            ra_gdn_shape_format(text, sizeof text, &s);
+            char th[32];
+            snprintf(th, sizeof th, "%d", a->threads);
+            printf("certified forward+backward %s: %.2f s wall (rounds %s, certified %s, "
+                   "threads %s)\n",
+                   text, wall, ra_case_param(&ref, "ref_rounds"), ra_case_param(&ref, "certified"),
+                   a->threads ? th : "all");
+        }
+    }
+    ra_case_clear(&c);
+    ra_case_clear(&ref);
+    return st;
+}
+
+int ra_cmd_bench_ref(int argc, char **argv)
+{
+    bench_args a;
+    int rc = parse_args(&a, argc, argv);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    return ra_status_exit_code(bench(&a));
+}
