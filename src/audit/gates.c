@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/datadir.h"
 #include "audit/registry.h"
 #include "audit/tsv.h"
 #include "core/metrics.h"
@@ -92,8 +91,10 @@ static int metric_known(const char *m)
     return 0;
 }
 
-static ra_status add_row(ra_gates *g, char **f, int line, const char *what)
+/* One row of the file (ra_tsv_row_fn; ctx: the ra_gates). */
+static ra_status add_row(void *ctx, char **f, int line, const char *what)
 {
+    ra_gates *g = ctx;
     /* The canonical dtype spellings only: the column is compared as text. */
     if (strcmp(f[2], "*") && strcmp(f[2], "f64") && strcmp(f[2], "f32") && strcmp(f[2], "bf16") &&
         strcmp(f[2], "f16"))
@@ -119,14 +120,10 @@ static ra_status add_row(ra_gates *g, char **f, int line, const char *what)
             !strcmp(o->tensor, f[3]) && !strcmp(o->metric, f[4]))
             RA_ERRORF(RA_EFORMAT, "%s line %d: repeats the gate of line %d", what, line, o->line);
     }
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 32;
-        ra_gate *rows = realloc(g->rows, cap * sizeof *rows);
-        if (!rows)
-            RA_ERROR("out of memory", RA_ENOMEM);
-        g->rows = rows;
-        g->cap = cap;
-    }
+    ra_gate *rows = ra_tsv_grow(g->rows, &g->cap, g->n, sizeof *rows);
+    if (!rows)
+        return RA_ENOMEM;
+    g->rows = rows;
     ra_gate *r = &g->rows[g->n];
     memset(r, 0, sizeof *r);
     r->op = strdup(f[0]);
@@ -146,45 +143,22 @@ static ra_status add_row(ra_gates *g, char **f, int line, const char *what)
     return RA_OK;
 }
 
-static ra_status parse_tsv(ra_gates *g, ra_tsv *t)
+ra_status ra_gates_parse(ra_gates *g, const char *text, const char *what)
 {
-    RA_TRY(ra_tsv_header(t, gate_cols, 7));
-    char *f[7];
-    int r;
-    while ((r = ra_tsv_next(t, f, 7)) > 0)
-        RA_TRY(add_row(g, f, t->line, t->what));
-    if (r < 0)
-        return RA_EFORMAT;
-    if (g->n == 0)
-        RA_ERRORF(RA_EFORMAT, "%s: no gate rows", t->what);
+    RA_TRY(ra_tsv_parse(text, what, gate_cols, 7, "gate", add_row, g));
+    if (!(g->path = strdup(what ? what : "gates")))
+        RA_ERROR("out of memory", RA_ENOMEM);
     return RA_OK;
 }
 
-ra_status ra_gates_parse(ra_gates *g, const char *text, const char *what)
+static ra_status parse_text(void *g, const char *text, const char *what)
 {
-    ra_tsv t;
-    RA_TRY(ra_tsv_open(&t, text, what));
-    ra_status st = parse_tsv(g, &t);
-    ra_tsv_close(&t);
-    if (st == RA_OK && !(g->path = strdup(what ? what : "gates")))
-        RA_ERROR("out of memory", RA_ENOMEM);
-    return st;
+    return ra_gates_parse(g, text, what);
 }
 
 ra_status ra_gates_load(ra_gates *g, const char *path)
 {
-    char buf[4096];
-    if (!path) {
-        RA_TRY(ra_data_find(buf, sizeof buf, "gates.tsv"));
-        path = buf;
-    }
-    ra_tsv t;
-    RA_TRY(ra_tsv_open_file(&t, path));
-    ra_status st = parse_tsv(g, &t);
-    ra_tsv_close(&t);
-    if (st == RA_OK && !(g->path = strdup(path)))
-        RA_ERROR("out of memory", RA_ENOMEM);
-    return st;
+    return ra_tsv_load(path, "gates.tsv", parse_text, g);
 }
 
 /* > 0 if a is more specific than b, < 0 if less, 0 on a tie. */

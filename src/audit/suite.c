@@ -14,7 +14,6 @@
 #include "audit/tsv.h"
 #include "core/gdn_case.h"
 #include "core/gen_gdn.h"
-#include "core/io.h"
 
 /*
  * Fields are validated with the same parsers the commands use (the gdn
@@ -109,69 +108,42 @@ static ra_status parse_row(ra_suite_row *row, char **f, int line, const char *wh
     return RA_OK;
 }
 
-static ra_status parse_tsv(ra_suite *s, ra_tsv *t)
+/* One row of the file (ra_tsv_row_fn; ctx: the ra_suite). */
+static ra_status add_row(void *ctx, char **f, int line, const char *what)
 {
-    RA_TRY(ra_tsv_header(t, suite_cols, 7));
-    char *f[7];
-    int r;
-    while ((r = ra_tsv_next(t, f, 7)) > 0) {
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? 2 * s->cap : 16;
-            ra_suite_row *rows = realloc(s->rows, cap * sizeof *rows);
-            if (!rows)
-                RA_ERROR("out of memory", RA_ENOMEM);
-            s->rows = rows;
-            s->cap = cap;
-        }
-        RA_TRY(parse_row(&s->rows[s->n], f, t->line, t->what));
-        s->n++;
-    }
-    if (r < 0)
-        return RA_EFORMAT;
-    if (s->n == 0)
-        RA_ERRORF(RA_EFORMAT, "%s: no suite rows", t->what);
+    ra_suite *s = ctx;
+    ra_suite_row *rows = ra_tsv_grow(s->rows, &s->cap, s->n, sizeof *rows);
+    if (!rows)
+        return RA_ENOMEM;
+    s->rows = rows;
+    RA_TRY(parse_row(&s->rows[s->n], f, line, what));
+    s->n++;
     return RA_OK;
 }
 
 ra_status ra_suite_parse(ra_suite *s, const char *text, const char *what)
 {
-    ra_tsv t;
-    RA_TRY(ra_tsv_open(&t, text, what));
-    ra_status st = parse_tsv(s, &t);
-    ra_tsv_close(&t);
-    RA_TRY(st);
+    RA_TRY(ra_tsv_parse(text, what, suite_cols, 7, "suite", add_row, s));
     ra_tsv_first_comment(text, s->doc, sizeof s->doc);
     if (!(s->path = strdup(what ? what : "suite")))
         RA_ERROR("out of memory", RA_ENOMEM);
     return RA_OK;
 }
 
+static ra_status parse_text(void *s, const char *text, const char *what)
+{
+    return ra_suite_parse(s, text, what);
+}
+
 ra_status ra_suite_load(ra_suite *s, const char *name_or_path)
 {
-    char buf[4096];
-    const char *path = name_or_path;
     size_t n = strlen(name_or_path);
-    if (!strchr(name_or_path, '/') && !(n > 4 && strcmp(name_or_path + n - 4, ".tsv") == 0)) {
-        char rel[256];
-        if (!n || snprintf(rel, sizeof rel, "suites/%s.tsv", name_or_path) >= (int)sizeof rel)
-            RA_ERRORF(RA_EINVAL, "--suite '%s': not a suite name", name_or_path);
-        RA_TRY(ra_data_find(buf, sizeof buf, rel));
-        path = buf;
-    }
-    uint8_t *data;
-    size_t len;
-    RA_TRY(ra_file_read_all(&data, &len, path));
-    char *text = malloc(len + 1);
-    if (!text) {
-        free(data);
-        RA_ERROR("out of memory", RA_ENOMEM);
-    }
-    memcpy(text, data, len);
-    text[len] = '\0';
-    free(data);
-    ra_status st = ra_suite_parse(s, text, path);
-    free(text);
-    return st;
+    if (strchr(name_or_path, '/') || (n > 4 && strcmp(name_or_path + n - 4, ".tsv") == 0))
+        return ra_tsv_load(name_or_path, NULL, parse_text, s);
+    char rel[256];
+    if (!n || snprintf(rel, sizeof rel, "suites/%s.tsv", name_or_path) >= (int)sizeof rel)
+        RA_ERRORF(RA_EINVAL, "--suite '%s': not a suite name", name_or_path);
+    return ra_tsv_load(NULL, rel, parse_text, s);
 }
 
 static int cmp_str(const void *a, const void *b)

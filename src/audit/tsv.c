@@ -1,4 +1,4 @@
-/* Tab-separated data files: comment handling, header check, field split. */
+/* Tab-separated data files: reading, comment handling, header check, field split, rows. */
 #include <config.h>
 
 #include "audit/tsv.h"
@@ -7,13 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/datadir.h"
 #include "core/io.h"
 
 /*
  * The text is copied once and split in place: fields are NUL-terminated
  * slices of the copy.  A field count other than the header's, or an empty
  * field, is a format error naming the file and line; nothing is guessed.
- * A NUL byte inside the text ends it (such files are not text).
+ * A NUL byte inside the text ends it (such files are not text).  The
+ * tables (gates, suites) differ only in their columns and in what a row
+ * means, so ra_tsv_parse runs the whole read and hands each row over.
  */
 
 ra_status ra_tsv_open(ra_tsv *t, const char *text, const char *what)
@@ -27,8 +30,13 @@ ra_status ra_tsv_open(ra_tsv *t, const char *text, const char *what)
     return RA_OK;
 }
 
-ra_status ra_tsv_open_file(ra_tsv *t, const char *path)
+ra_status ra_tsv_load(const char *path, const char *rel, ra_tsv_text_fn *parse, void *ctx)
 {
+    char buf[4096];
+    if (!path) {
+        RA_TRY(ra_data_find(buf, sizeof buf, rel));
+        path = buf;
+    }
     uint8_t *data;
     size_t len;
     RA_TRY(ra_file_read_all(&data, &len, path));
@@ -40,11 +48,9 @@ ra_status ra_tsv_open_file(ra_tsv *t, const char *path)
     memcpy(text, data, len);
     text[len] = '\0';
     free(data);
-    t->buf = text;
-    t->next = text;
-    t->line = 0;
-    t->what = path;
-    return RA_OK;
+    ra_status st = parse(ctx, text, path);
+    free(text);
+    return st;
 }
 
 void ra_tsv_close(ra_tsv *t)
@@ -126,6 +132,46 @@ ra_status ra_tsv_header(ra_tsv *t, const char *const *cols, int ncols)
             RA_ERRORF(RA_EFORMAT, "%s line %d: header column %d is '%s', expected '%s'", t->what,
                       t->line, i + 1, f[i], cols[i]);
     return RA_OK;
+}
+
+static ra_status parse_rows(ra_tsv *t, const char *const *cols, int ncols, const char *noun,
+                            ra_tsv_row_fn *row, void *ctx)
+{
+    char *f[16];
+    RA_TRY(ra_tsv_header(t, cols, ncols)); /* refuses ncols > 16 */
+    int r;
+    size_t n = 0;
+    for (; (r = ra_tsv_next(t, f, ncols)) > 0; n++)
+        RA_TRY(row(ctx, f, t->line, t->what));
+    if (r < 0)
+        return RA_EFORMAT;
+    if (n == 0)
+        RA_ERRORF(RA_EFORMAT, "%s: no %s rows", t->what, noun);
+    return RA_OK;
+}
+
+ra_status ra_tsv_parse(const char *text, const char *what, const char *const *cols, int ncols,
+                       const char *noun, ra_tsv_row_fn *row, void *ctx)
+{
+    ra_tsv t;
+    RA_TRY(ra_tsv_open(&t, text, what));
+    ra_status st = parse_rows(&t, cols, ncols, noun, row, ctx);
+    ra_tsv_close(&t);
+    return st;
+}
+
+void *ra_tsv_grow(void *rows, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return rows;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *p = c <= SIZE_MAX / size ? realloc(rows, c * size) : NULL;
+    if (!p) {
+        RA_REPORTF(RA_ENOMEM, "out of memory");
+        return NULL;
+    }
+    *cap = c;
+    return p;
 }
 
 void ra_tsv_first_comment(const char *text, char *buf, size_t len)

@@ -20,10 +20,32 @@ typedef struct ra_tsv {
     const char *what; /* the file, for messages */
 } ra_tsv;
 
-/* Starts reading text (copied). */
+/* Parses a table's whole text (what: the file, for messages). */
+typedef ra_status ra_tsv_text_fn(void *ctx, const char *text, const char *what);
+
+/* Reads the table file path, or when path is NULL the shipped file
+   data/REL (ra_data_find), and gives its text to parse(ctx, text, the
+   path read). */
+ra_status ra_tsv_load(const char *path, const char *rel, ra_tsv_text_fn *parse, void *ctx);
+
+/* Takes one data line of a table (ra_tsv_parse): fields[0..ncols-1], and
+   the line number and the file (what) for messages. */
+typedef ra_status ra_tsv_row_fn(void *ctx, char **fields, int line, const char *what);
+
+/* Reads a whole table from text (what names it in messages; NULL:
+   "table"): the header, which must be cols, then every data line through
+   row(ctx, ...), stopping at the first error.  A table without data
+   lines is a format error, "WHAT: no NOUN rows". */
+ra_status ra_tsv_parse(const char *text, const char *what, const char *const *cols, int ncols,
+                       const char *noun, ra_tsv_row_fn *row, void *ctx);
+
+/* Room for element n of a table's row array rows (elements of size
+   bytes, capacity *cap, doubled when full): the array, moved or not, or
+   NULL after reporting RA_ENOMEM (rows is then unchanged). */
+void *ra_tsv_grow(void *rows, size_t *cap, size_t n, size_t size);
+
+/* Line by line (what ra_tsv_parse does): starts reading text (copied). */
 ra_status ra_tsv_open(ra_tsv *t, const char *text, const char *what);
-/* Reads the whole file and starts reading it. */
-ra_status ra_tsv_open_file(ra_tsv *t, const char *path);
 void ra_tsv_close(ra_tsv *t);
 
 /* Next data line split into exactly ncols fields (pointers into the

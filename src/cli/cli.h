@@ -20,6 +20,9 @@ typedef struct ra_command {
 /* The table, terminated by {NULL}. */
 extern const ra_command ra_commands[];
 
+/* The helpers below are in src/cli/options.c, with the shared option
+   parser (src/cli/options.h) that most commands use instead of them. */
+
 /* Prints "recaudit NAME: message" and a hint to see --help; returns 2. */
 int ra_cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -34,7 +37,7 @@ int ra_cli_parse_u64(unsigned long long *out, const char *cmd, const char *opt,
 /* After getopt_long (opterr = 0, short options string starting with ':')
    returned '?' or ':' as ret, with ind the optind it left: reports an
    unknown, ambiguous or valueless option, or a value given to a flag,
-   naming the argument, and returns 2 (src/cli/options.c). */
+   naming the argument, and returns 2. */
 struct option;
 int ra_cli_getopt_error(const char *cmd, int ret, char *const *argv, int ind,
                         const struct option *longopts);

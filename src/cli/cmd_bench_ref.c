@@ -11,8 +11,9 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/case.h"
-#include "core/gen_gdn.h"
+#include "core/gdn_case.h"
 #include "core/table.h"
 #include "ref/gdn.h"
 #include "ref/ref.h"
@@ -38,10 +39,9 @@ static double now(void)
 }
 
 typedef struct bench_args {
-    const char *shape;
+    ra_cli_case_spec spec; /* --shape and --seed of the case (gdn, f32, default regime) */
     mpfr_prec_t prec;
     int threads;
-    unsigned long long seed;
 } bench_args;
 
 static void print_help(FILE *f)
@@ -62,62 +62,54 @@ static void print_help(FILE *f)
                "  -h, --help     this help\n");
 }
 
-static int parse_args(bench_args *a, int argc, char **argv)
+enum { OPT_PREC = RA_CLI_OWN };
+
+static const struct option bench_options[] = {
+    RA_CLI_OPTION_SHAPE,   {"prec", required_argument, NULL, OPT_PREC},
+    RA_CLI_OPTION_THREADS, RA_CLI_OPTION_SEED,
+    RA_CLI_OPTIONS_END,
+};
+
+static int bench_option(void *ctx, const ra_cli_args *cli, int code, const char *value)
 {
-    enum { OPT_SHAPE = 256, OPT_PREC, OPT_THREADS, OPT_SEED };
-    static const struct option longopts[] = {
-        {"shape", required_argument, NULL, OPT_SHAPE},
-        {"prec", required_argument, NULL, OPT_PREC},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    memset(a, 0, sizeof *a);
-    a->shape = "B=1,T=64,Hk=1,Hv=2,K=128,V=128";
-    a->prec = 128;
-    optind = 0;
-    opterr = 0;
+    (void)cli, (void)code; /* OPT_PREC is bench-ref's only option */
     long v;
-    for (int c; (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'h':
-            print_help(stdout);
-            return -1;
-        case OPT_SHAPE:
-            a->shape = optarg;
-            break;
-        case OPT_PREC:
-            if (ra_cli_parse_int(&v, "bench-ref", "--prec", optarg, 53, 1L << 20))
-                return 2;
-            a->prec = v;
-            break;
-        case OPT_THREADS:
-            if (ra_cli_parse_int(&v, "bench-ref", "--threads", optarg, 1, 4096))
-                return 2;
-            a->threads = (int)v;
-            break;
-        case OPT_SEED:
-            if (ra_cli_parse_u64(&a->seed, "bench-ref", "--seed", optarg))
-                return 2;
-            break;
-        default:
-            return ra_cli_getopt_error("bench-ref", c, argv, optind, longopts);
-        }
-    }
-    if (optind < argc)
-        return ra_cli_usage_error("bench-ref", "unexpected argument '%s'", argv[optind]);
+    if (ra_cli_parse_int(&v, "bench-ref", "--prec", value, 53, 1L << 20))
+        return 2;
+    ((bench_args *)ctx)->prec = v;
     return 0;
 }
 
-static ra_status gen_case(ra_case *c, const ra_gdn_shape *s, unsigned long long seed)
+static const ra_cli_syntax bench_syntax = {.cmd = "bench-ref",
+                                           .shortopts = ":h",
+                                           .longopts = bench_options,
+                                           .help = print_help,
+                                           .own = bench_option};
+
+/* Parses argv into a; returns RA_CLI_GO, or the exit status. */
+static int parse_args(bench_args *a, int argc, char **argv)
 {
-    ra_gdn_gen_opts g;
-    memset(&g, 0, sizeof g);
-    g.shape = *s;
-    g.dtype = RA_F32;
-    g.seed = seed;
-    return ra_gdn_generate(c, &g);
+    ra_cli_args cli;
+    a->prec = 128;
+    int rc = ra_cli_parse(&cli, &bench_syntax, argc, argv, a);
+    if (rc != RA_CLI_GO)
+        return rc;
+    a->spec = cli.spec;
+    a->spec.op = "gdn";
+    if (!a->spec.shape)
+        a->spec.shape = "B=1,T=64,Hk=1,Hv=2,K=128,V=128";
+    a->threads = (int)cli.threads;
+    return ra_cli_no_more(&cli) ? 2 : RA_CLI_GO;
+}
+
+/* The case of the benchmark with shape s. */
+static ra_status gen_case(ra_case *c, const ra_gdn_shape *s, const bench_args *a)
+{
+    char text[128];
+    ra_gdn_shape_format(text, sizeof text, s);
+    ra_cli_case_spec spec = a->spec;
+    spec.shape = text;
+    return ra_cli_case_generate(c, &spec);
 }
 
 /* ns per call of a bare loop over a K x V array: fma (muladd == 0) or
@@ -183,12 +175,12 @@ static ra_status add_row(ra_table *t, const char *what, double ops, double secs,
 static ra_status bench(const bench_args *a)
 {
     ra_gdn_shape s, one;
-    RA_TRY(ra_gdn_shape_parse(&s, a->shape));
+    RA_TRY(ra_gdn_shape_parse(&s, a->spec.shape));
     one = s;
     one.B = one.Hk = one.Hv = 1;
     ra_case c1;
     ra_case_init(&c1);
-    RA_TRY(gen_case(&c1, &one, a->seed));
+    RA_TRY(gen_case(&c1, &one, a));
     ra_gdn_problem p;
     ra_gdn_data d;
     ra_status st = ra_gdn_problem_init(&p, &c1, RA_GDN_NEED_COTANGENTS, "bench case");
@@ -245,7 +237,7 @@ static ra_status bench(const bench_args *a)
     ra_case c, ref;
     ra_case_init(&c);
     ra_case_init(&ref);
-    st = gen_case(&c, &s, a->seed);
+    st = gen_case(&c, &s, a);
     ra_ref_opts o;
     ra_ref_opts_init(&o);
     o.prec = a->prec;
@@ -275,7 +267,7 @@ int ra_cmd_bench_ref(int argc, char **argv)
 {
     bench_args a;
     int rc = parse_args(&a, argc, argv);
-    if (rc)
-        return rc < 0 ? 0 : rc;
+    if (rc != RA_CLI_GO)
+        return rc;
     return ra_status_exit_code(bench(&a));
 }

@@ -3,7 +3,6 @@
 
 #include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "audit/audit.h"
@@ -11,6 +10,7 @@
 #include "audit/report.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/case.h"
 #include "ref/ref.h"
 
@@ -52,10 +52,8 @@ static void print_help(FILE *f)
 }
 
 typedef struct check_args {
-    const char *case_path, *result_path, *ref_path, *variant, *gates_path;
-    ra_format fmt;
-    int allow_uncertified;
-    long threads;
+    const char *case_path, *result_path, *ref_path;
+    const ra_cli_args *cli; /* --variant, --gates, --format, --threads, ... */
 } check_args;
 
 /* other (a result or a reference) was made from case c, as far as both
@@ -88,7 +86,7 @@ static ra_status get_reference(ra_case *ref, const ra_case *c, const ra_case *re
     o.grads = 0;
     for (size_t i = 0; i < res->tensors.n; i++)
         o.grads |= ra_is_gradient_of(res->tensors.items[i]->name, c);
-    o.threads = (int)a->threads;
+    o.threads = (int)a->cli->threads;
     return ra_ref_compute(ref, c, &o, a->case_path);
 }
 
@@ -102,9 +100,8 @@ static int check(const check_args *a)
     ra_gates_init(&gates);
     ra_rows rows;
     ra_rows_init(&rows);
-    int text = a->fmt == RA_FMT_TEXT || a->fmt == RA_FMT_MARKDOWN;
-    FILE *info = text ? stdout : stderr; /* keep csv/json output parseable */
-    const char *variant = a->variant;
+    FILE *info = ra_cli_info_stream(a->cli->fmt);
+    const char *variant = a->cli->variant;
 
     ra_status st = ra_case_load(&c, a->case_path);
     if (st == RA_OK)
@@ -125,13 +122,13 @@ static int check(const check_args *a)
                 a->ref_path ? a->ref_path : "computed", cache ? " (cache " : "", cache ? cache : "",
                 cache ? ")" : "", prec ? prec : "?", cprec ? cprec : "-", cert ? cert : "absent",
                 bits);
-        if (!a->allow_uncertified)
+        if (!a->cli->allow_uncertified)
             st = ra_ref_require_certified(&ref, a->ref_path ? a->ref_path : a->case_path);
     }
     if (st == RA_OK && !variant)
         variant = ra_case_param(&res, "variant");
     if (st == RA_OK && variant)
-        st = ra_gates_load(&gates, a->gates_path);
+        st = ra_gates_load(&gates, a->cli->gates);
     if (st == RA_OK) {
         for (size_t i = 0; i < res.tensors.n; i++)
             if (!ra_tensors_find(&ref.tensors, res.tensors.items[i]->name))
@@ -142,14 +139,14 @@ static int check(const check_args *a)
         snprintf(repro, sizeof repro, "recaudit check %s %s%s%s%s%s%s%s", a->case_path,
                  a->result_path, a->ref_path ? " --ref " : "", a->ref_path ? a->ref_path : "",
                  variant ? " --variant " : "", variant ? variant : "",
-                 a->gates_path ? " --gates " : "", a->gates_path ? a->gates_path : "");
+                 a->cli->gates ? " --gates " : "", a->cli->gates ? a->cli->gates : "");
         ra_case_id id;
         ra_case_id_from_case(&id, &c, 1);
         ra_check_opts co = {variant ? &gates : NULL, variant, 1, NULL, repro};
         st = ra_check_compare(&rows, &res, &ref, &id, &co);
     }
     if (st == RA_OK)
-        st = ra_report_metrics_table(stdout, &rows, a->fmt, 0);
+        st = ra_report_metrics_table(stdout, &rows, a->cli->fmt, 0);
     if (st == RA_OK && variant) {
         ra_report_failures(info, &rows);
         fprintf(info, "gates of %s: ", variant);
@@ -164,54 +161,37 @@ static int check(const check_args *a)
     return rc;
 }
 
+enum { OPT_REF = RA_CLI_OWN };
+
+static const struct option check_options[] = {
+    {"ref", required_argument, NULL, OPT_REF},
+    RA_CLI_OPTION_VARIANT,
+    RA_CLI_OPTION_GATES,
+    RA_CLI_OPTION_FORMAT,
+    RA_CLI_OPTION_ALLOW_UNCERTIFIED,
+    RA_CLI_OPTION_THREADS,
+    RA_CLI_OPTIONS_END,
+};
+
+static int check_option(void *ctx, const ra_cli_args *cli, int code, const char *value)
+{
+    (void)cli, (void)code; /* OPT_REF is check's only option */
+    ((check_args *)ctx)->ref_path = value;
+    return 0;
+}
+
+static const ra_cli_syntax check_syntax = {.cmd = "check",
+                                           .shortopts = ":h",
+                                           .longopts = check_options,
+                                           .help = print_help,
+                                           .own = check_option};
+
 int ra_cmd_check(int argc, char **argv)
 {
-    enum { OPT_REF = 256, OPT_VARIANT, OPT_GATES, OPT_FORMAT, OPT_ALLOW, OPT_THREADS };
-    static const struct option longopts[] = {
-        {"ref", required_argument, NULL, OPT_REF},
-        {"variant", required_argument, NULL, OPT_VARIANT},
-        {"gates", required_argument, NULL, OPT_GATES},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"allow-uncertified", no_argument, NULL, OPT_ALLOW},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    check_args a;
-    memset(&a, 0, sizeof a);
-    a.fmt = RA_FMT_TEXT;
-    int rc = 0;
-    optind = 0;
-    opterr = 0;
-    for (int c; rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'h':
-            print_help(stdout);
-            return 0;
-        case OPT_REF:
-            a.ref_path = optarg;
-            break;
-        case OPT_VARIANT:
-            a.variant = optarg;
-            break;
-        case OPT_GATES:
-            a.gates_path = optarg;
-            break;
-        case OPT_FORMAT:
-            if (ra_format_parse(&a.fmt, optarg) != RA_OK)
-                rc = 2;
-            break;
-        case OPT_ALLOW:
-            a.allow_uncertified = 1;
-            break;
-        case OPT_THREADS:
-            rc = ra_cli_parse_int(&a.threads, "check", "--threads", optarg, 1, 4096);
-            break;
-        default:
-            rc = ra_cli_getopt_error("check", c, argv, optind, longopts);
-        }
-    }
-    if (rc)
+    ra_cli_args cli;
+    check_args a = {NULL, NULL, NULL, &cli};
+    int rc = ra_cli_parse(&cli, &check_syntax, argc, argv, &a);
+    if (rc != RA_CLI_GO)
         return rc;
     if (argc - optind != 2)
         return ra_cli_usage_error("check", "expected CASE.safetensors RESULT.safetensors");

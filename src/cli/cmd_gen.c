@@ -1,16 +1,13 @@
 /* `recaudit gen`: write a case file (inputs and cotangents) for one operation. */
 #include <config.h>
 
-#include <getopt.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/case.h"
-#include "core/gen_gdn.h"
 #include "core/ops.h"
-#include "core/tensor.h"
 
 /*
  * Options are collected first and checked as a whole (missing --op,
@@ -21,34 +18,6 @@
  * on every machine.  The output must be .safetensors: a case holds several
  * named tensors plus metadata, which one .npy array cannot.
  */
-
-typedef struct gen_args {
-    const char *op, *shape, *regime, *out;
-    ra_dtype dtype;
-    unsigned long long seed;
-    int h0, l2norm;
-} gen_args;
-
-static ra_status gen_gdn(ra_case *c, const gen_args *a)
-{
-    ra_gdn_gen_opts o;
-    memset(&o, 0, sizeof o);
-    RA_TRY(ra_gdn_shape_parse(&o.shape, a->shape));
-    o.dtype = a->dtype;
-    o.regime = a->regime;
-    o.seed = a->seed;
-    o.h0 = a->h0;
-    o.l2norm = a->l2norm;
-    return ra_gdn_generate(c, &o);
-}
-
-/* Operations that have a generator (a subset of ra_ops()). */
-static const struct {
-    const char *op;
-    ra_status (*gen)(ra_case *c, const gen_args *a);
-} generators[] = {
-    {"gdn", gen_gdn},
-};
 
 static void print_help(FILE *f)
 {
@@ -77,114 +46,60 @@ static void print_help(FILE *f)
                "      --seed 7 -o case.safetensors\n");
 }
 
-/* After a library message about an option value: the hint, exit 2. */
-static int see_help(void)
-{
-    fprintf(stderr, "(see 'recaudit gen --help')\n");
-    return 2;
-}
+static const struct option gen_options[] = {
+    RA_CLI_CASE_OPTIONS,
+    RA_CLI_OPTION_OUTPUT,
+    RA_CLI_OPTIONS_END,
+};
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
+static const ra_cli_syntax gen_syntax = {.cmd = "gen",
+                                         .shortopts = ":o:h",
+                                         .longopts = gen_options,
+                                         .help = print_help,
+                                         .style = RA_CLI_HINT};
 
-/* Parses argv into a; returns 0, or the exit status (help: -1 -> 0). */
-static int parse_args(gen_args *a, int argc, char **argv)
+/* The options, checked as a whole: 0, or the exit status. */
+static int check_args(const ra_cli_args *a)
 {
-    enum { OPT_OP = 256, OPT_SHAPE, OPT_DTYPE, OPT_REGIME, OPT_SEED, OPT_H0, OPT_L2NORM };
-    static const struct option longopts[] = {
-        {"op", required_argument, NULL, OPT_OP},
-        {"shape", required_argument, NULL, OPT_SHAPE},
-        {"dtype", required_argument, NULL, OPT_DTYPE},
-        {"regime", required_argument, NULL, OPT_REGIME},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"h0", no_argument, NULL, OPT_H0},
-        {"l2norm", no_argument, NULL, OPT_L2NORM},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    memset(a, 0, sizeof *a);
-    a->dtype = RA_F32;
-    optind = 0;
-    opterr = 0;
-    for (int c; (c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'h':
-            print_help(stdout);
-            return -1;
-        case 'o':
-            a->out = optarg;
-            break;
-        case OPT_OP:
-            a->op = optarg;
-            break;
-        case OPT_SHAPE:
-            a->shape = optarg;
-            break;
-        case OPT_REGIME:
-            a->regime = optarg;
-            break;
-        case OPT_H0:
-            a->h0 = 1;
-            break;
-        case OPT_L2NORM:
-            a->l2norm = 1;
-            break;
-        case OPT_DTYPE:
-            if (ra_dtype_parse(&a->dtype, optarg) != RA_OK)
-                return see_help(); /* the library named the value */
-            break;
-        case OPT_SEED:
-            if (ra_cli_parse_u64(&a->seed, "gen", "--seed", optarg))
-                return 2;
-            break;
-        default:
-            return ra_cli_getopt_error("gen", c, argv, optind, longopts);
-        }
-    }
-    if (optind < argc)
-        return ra_cli_usage_error("gen", "unexpected argument '%s'", argv[optind]);
-    if (!a->op)
+    if (ra_cli_no_more(a))
+        return 2;
+    if (!a->spec.op)
         return ra_cli_usage_error("gen", "missing --op (one of: 'recaudit list ops')");
-    if (!a->shape)
+    if (!a->spec.shape)
         return ra_cli_usage_error("gen", "missing --shape");
-    if (!a->out)
+    if (!a->output)
         return ra_cli_usage_error("gen", "missing -o FILE.safetensors");
-    if (!ends_with(a->out, ".safetensors"))
+    if (!ra_cli_ends_with(a->output, ".safetensors"))
         return ra_cli_usage_error("gen",
                                   "-o '%s': a case holds several tensors and metadata, so it is "
                                   "written as .safetensors (.npy holds one array)",
-                                  a->out);
+                                  a->output);
+    if (!ra_cli_can_generate(a->spec.op))
+        return ra_cli_usage_error("gen",
+                                  ra_op_find(a->spec.op)
+                                      ? "--op '%s': this operation has no generator yet"
+                                      : "--op '%s': unknown operation (gdn, ...: "
+                                        "'recaudit list ops')",
+                                  a->spec.op);
     return 0;
 }
 
 int ra_cmd_gen(int argc, char **argv)
 {
-    gen_args a;
-    int rc = parse_args(&a, argc, argv);
+    ra_cli_args a;
+    int rc = ra_cli_parse(&a, &gen_syntax, argc, argv, NULL);
+    if (rc != RA_CLI_GO)
+        return rc;
+    rc = check_args(&a);
     if (rc)
-        return rc < 0 ? 0 : rc;
-    ra_status (*gen)(ra_case *, const gen_args *) = NULL;
-    for (size_t i = 0; i < sizeof generators / sizeof generators[0]; i++)
-        if (strcmp(generators[i].op, a.op) == 0)
-            gen = generators[i].gen;
-    if (!gen)
-        return ra_cli_usage_error("gen",
-                                  ra_op_find(a.op)
-                                      ? "--op '%s': this operation has no generator yet"
-                                      : "--op '%s': unknown operation (gdn, ...: "
-                                        "'recaudit list ops')",
-                                  a.op);
+        return rc;
     ra_case c;
     ra_case_init(&c);
-    ra_status st = gen(&c, &a);
+    ra_status st = ra_cli_case_generate(&c, &a.spec);
     if (st == RA_OK)
-        st = ra_case_save(&c, a.out);
+        st = ra_case_save(&c, a.output);
     ra_case_clear(&c);
     if (st == RA_EINVAL) /* the shape or regime did not fit: bad usage */
-        return see_help();
+        return ra_cli_see_help("gen");
     return ra_status_exit_code(st);
 }

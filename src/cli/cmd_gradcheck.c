@@ -7,8 +7,8 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/case.h"
-#include "core/gen_gdn.h"
 #include "core/table.h"
 #include "gradcheck/gradcheck.h"
 
@@ -25,10 +25,8 @@
 #define DEFAULT_SHAPE_LARGE "B=1,T=32,Hk=2,Hv=4,K=8,V=8"
 
 typedef struct gc_args {
-    const char *op, *shape, *regime, *case_path, *grads_path;
-    ra_dtype dtype;
-    unsigned long long seed;
-    int h0, l2norm;
+    const char *case_path, *grads_path;
+    ra_cli_case_spec spec; /* the generated case (no case_path) */
     double min_digits;
     ra_gc_opts o;
     ra_format fmt;
@@ -68,149 +66,97 @@ static void print_help(FILE *f)
                "or input\n");
 }
 
+enum { OPT_MODE = RA_CLI_OWN, OPT_PREC, OPT_HLOG2, OPT_MIN, OPT_GRADS };
+
+static const struct option gc_options[] = {
+    RA_CLI_CASE_OPTIONS,
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"prec", required_argument, NULL, OPT_PREC},
+    {"h-log2", required_argument, NULL, OPT_HLOG2},
+    {"min-digits", required_argument, NULL, OPT_MIN},
+    {"grads", required_argument, NULL, OPT_GRADS},
+    RA_CLI_OPTION_THREADS,
+    RA_CLI_OPTION_FORMAT,
+    RA_CLI_OPTIONS_END,
+};
+
+/* One option of gradcheck's own (ctx: the gc_args): 0, or the exit status. */
+static int gc_option(void *ctx, const ra_cli_args *cli, int c, const char *arg)
+{
+    gc_args *a = ctx;
+    long v;
+    switch (c) {
+    case OPT_MODE:
+        return ra_gc_mode_parse(&a->o.mode, arg) != RA_OK ? ra_cli_bad_value(cli, "--mode", arg, "")
+                                                          : 0;
+    case OPT_PREC:
+        if (ra_cli_parse_int(&v, "gradcheck", "--prec", arg, 64, 1L << 20))
+            return 2;
+        a->o.prec = v;
+        return 0;
+    case OPT_HLOG2:
+        if (ra_cli_parse_int(&v, "gradcheck", "--h-log2", arg, 1, 1L << 20))
+            return 2;
+        a->o.h_log2 = v;
+        return 0;
+    case OPT_MIN:
+        if (ra_cli_parse_int(&v, "gradcheck", "--min-digits", arg, 0, 1000))
+            return 2;
+        a->min_digits = (double)v;
+        return 0;
+    case OPT_GRADS:
+        a->grads_path = arg;
+        return 0;
+    }
+    return 0;
+}
+
+static const ra_cli_syntax gc_syntax = {.cmd = "gradcheck",
+                                        .shortopts = ":h",
+                                        .longopts = gc_options,
+                                        .help = print_help,
+                                        .own = gc_option,
+                                        .style = RA_CLI_USAGE};
+
+/* Parses argv into a; returns RA_CLI_GO, or the exit status. */
 static int parse_args(gc_args *a, int argc, char **argv)
 {
-    enum {
-        OPT_OP = 256,
-        OPT_SHAPE,
-        OPT_REGIME,
-        OPT_DTYPE,
-        OPT_SEED,
-        OPT_H0,
-        OPT_L2NORM,
-        OPT_MODE,
-        OPT_PREC,
-        OPT_HLOG2,
-        OPT_MIN,
-        OPT_GRADS,
-        OPT_THREADS,
-        OPT_FORMAT
-    };
-    static const struct option longopts[] = {
-        {"op", required_argument, NULL, OPT_OP},
-        {"shape", required_argument, NULL, OPT_SHAPE},
-        {"regime", required_argument, NULL, OPT_REGIME},
-        {"dtype", required_argument, NULL, OPT_DTYPE},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"h0", no_argument, NULL, OPT_H0},
-        {"l2norm", no_argument, NULL, OPT_L2NORM},
-        {"mode", required_argument, NULL, OPT_MODE},
-        {"prec", required_argument, NULL, OPT_PREC},
-        {"h-log2", required_argument, NULL, OPT_HLOG2},
-        {"min-digits", required_argument, NULL, OPT_MIN},
-        {"grads", required_argument, NULL, OPT_GRADS},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    ra_cli_args cli;
     memset(a, 0, sizeof *a);
     ra_gc_opts_init(&a->o);
-    a->dtype = RA_F32;
     a->min_digits = 30;
-    a->fmt = RA_FMT_TEXT;
-    optind = 0;
-    opterr = 0;
-    long v;
-    for (int c; (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'h':
-            print_help(stdout);
-            return -1;
-        case OPT_OP:
-            a->op = optarg;
-            break;
-        case OPT_SHAPE:
-            a->shape = optarg;
-            break;
-        case OPT_REGIME:
-            a->regime = optarg;
-            break;
-        case OPT_DTYPE:
-            if (ra_dtype_parse(&a->dtype, optarg) != RA_OK)
-                return ra_cli_usage_error("gradcheck", "--dtype '%s'", optarg);
-            break;
-        case OPT_SEED:
-            if (ra_cli_parse_u64(&a->seed, "gradcheck", "--seed", optarg))
-                return 2;
-            break;
-        case OPT_H0:
-            a->h0 = 1;
-            break;
-        case OPT_L2NORM:
-            a->l2norm = 1;
-            break;
-        case OPT_MODE:
-            if (ra_gc_mode_parse(&a->o.mode, optarg) != RA_OK)
-                return ra_cli_usage_error("gradcheck", "--mode '%s'", optarg);
-            break;
-        case OPT_PREC:
-            if (ra_cli_parse_int(&v, "gradcheck", "--prec", optarg, 64, 1L << 20))
-                return 2;
-            a->o.prec = v;
-            break;
-        case OPT_HLOG2:
-            if (ra_cli_parse_int(&v, "gradcheck", "--h-log2", optarg, 1, 1L << 20))
-                return 2;
-            a->o.h_log2 = v;
-            break;
-        case OPT_MIN:
-            if (ra_cli_parse_int(&v, "gradcheck", "--min-digits", optarg, 0, 1000))
-                return 2;
-            a->min_digits = (double)v;
-            break;
-        case OPT_GRADS:
-            a->grads_path = optarg;
-            break;
-        case OPT_THREADS:
-            if (ra_cli_parse_int(&v, "gradcheck", "--threads", optarg, 1, 4096))
-                return 2;
-            a->o.threads = (int)v;
-            break;
-        case OPT_FORMAT:
-            if (ra_format_parse(&a->fmt, optarg) != RA_OK)
-                return ra_cli_usage_error("gradcheck", "--format '%s': text, md, csv or json",
-                                          optarg);
-            break;
-        default:
-            return ra_cli_getopt_error("gradcheck", c, argv, optind, longopts);
-        }
-    }
-    if (optind < argc)
-        a->case_path = argv[optind++];
-    if (optind < argc)
-        return ra_cli_usage_error("gradcheck", "unexpected argument '%s'", argv[optind]);
-    if (!a->case_path && !a->op)
+    int rc = ra_cli_parse(&cli, &gc_syntax, argc, argv, a);
+    if (rc != RA_CLI_GO)
+        return rc;
+    const ra_cli_case_spec *s = &cli.spec;
+    a->spec = *s;
+    a->o.threads = (int)cli.threads;
+    a->fmt = cli.fmt;
+    a->case_path = ra_cli_operand(&cli);
+    if (ra_cli_no_more(&cli))
+        return 2;
+    if (!a->case_path && !s->op)
         return ra_cli_usage_error("gradcheck", "give --op gdn (and a shape), or a CASE file");
-    if (a->op && strcmp(a->op, "gdn") != 0)
-        return ra_cli_usage_error("gradcheck", "--op '%s': gradient checks exist for: gdn", a->op);
-    if (a->case_path && (a->shape || a->regime || a->h0 || a->l2norm))
+    if (s->op && strcmp(s->op, "gdn") != 0)
+        return ra_cli_usage_error("gradcheck", "--op '%s': gradient checks exist for: gdn", s->op);
+    if (a->case_path && (s->shape || s->regime || s->h0 || s->l2norm))
         return ra_cli_usage_error("gradcheck",
                                   "--shape/--regime/--h0/--l2norm describe a generated case; "
                                   "not with CASE");
     if (a->o.h_log2 >= a->o.prec - 8)
         return ra_cli_usage_error("gradcheck", "--h-log2 %ld needs --prec above %ld", a->o.h_log2,
                                   a->o.h_log2 + 8);
-    a->o.seed = a->seed;
-    return 0;
+    a->o.seed = s->seed;
+    if (!a->spec.shape)
+        a->spec.shape = a->o.mode == RA_GC_ELEMENTWISE ? DEFAULT_SHAPE_SMALL : DEFAULT_SHAPE_LARGE;
+    return RA_CLI_GO;
 }
 
 static ra_status make_case(ra_case *c, const gc_args *a)
 {
     if (a->case_path)
         return ra_case_load(c, a->case_path);
-    ra_gdn_gen_opts g;
-    memset(&g, 0, sizeof g);
-    const char *shape = a->shape                         ? a->shape
-                        : a->o.mode == RA_GC_ELEMENTWISE ? DEFAULT_SHAPE_SMALL
-                                                         : DEFAULT_SHAPE_LARGE;
-    RA_TRY(ra_gdn_shape_parse(&g.shape, shape));
-    g.dtype = a->dtype;
-    g.regime = a->regime;
-    g.seed = a->seed;
-    g.h0 = a->h0;
-    g.l2norm = a->l2norm;
-    return ra_gdn_generate(c, &g);
+    return ra_cli_case_generate(c, &a->spec);
 }
 
 static ra_status print_result(const ra_gc_result *r, ra_format fmt)
@@ -242,8 +188,8 @@ int ra_cmd_gradcheck(int argc, char **argv)
 {
     gc_args a;
     int rc = parse_args(&a, argc, argv);
-    if (rc)
-        return rc < 0 ? 0 : rc;
+    if (rc != RA_CLI_GO)
+        return rc;
     ra_case c, g;
     ra_case_init(&c);
     ra_case_init(&g);

@@ -1,7 +1,6 @@
 /* `recaudit inspect FILE`: metadata and per-tensor summary of a tensor file. */
 #include <config.h>
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/case.h"
 #include "core/io.h"
 #include "core/table.h"
@@ -210,32 +210,23 @@ static void print_help(FILE *f)
                "  recaudit inspect --format csv case.safetensors\n");
 }
 
+static const struct option inspect_options[] = {
+    RA_CLI_OPTION_FORMAT,
+    RA_CLI_OPTIONS_END,
+};
+
+static const ra_cli_syntax inspect_syntax = {.cmd = "inspect",
+                                             .shortopts = ":h",
+                                             .longopts = inspect_options,
+                                             .help = print_help,
+                                             .style = RA_CLI_HINT};
+
 int ra_cmd_inspect(int argc, char **argv)
 {
-    enum { OPT_FORMAT = 256 };
-    static const struct option longopts[] = {
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    ra_format fmt = RA_FMT_TEXT;
-    optind = 0;
-    opterr = 0;
-    for (int c; (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'h':
-            print_help(stdout);
-            return 0;
-        case OPT_FORMAT:
-            if (ra_format_parse(&fmt, optarg) != RA_OK) {
-                fprintf(stderr, "(see 'recaudit inspect --help')\n");
-                return 2;
-            }
-            break;
-        default:
-            return ra_cli_getopt_error("inspect", c, argv, optind, longopts);
-        }
-    }
+    ra_cli_args a;
+    int rc = ra_cli_parse(&a, &inspect_syntax, argc, argv, NULL);
+    if (rc != RA_CLI_GO)
+        return rc;
     if (optind >= argc)
         return ra_cli_usage_error("inspect", "missing FILE");
     if (argc - optind > 1)
@@ -262,7 +253,7 @@ int ra_cmd_inspect(int argc, char **argv)
         st = ra_safetensors_read(&ts, &meta, path);
     }
     if (st == RA_OK)
-        st = write_report(stdout, fmt, path, kind, &meta, &ts);
+        st = write_report(stdout, a.fmt, path, kind, &meta, &ts);
     ra_tensors_clear(&ts);
     ra_kv_clear(&meta);
     return ra_status_exit_code(st);

@@ -2,7 +2,6 @@
 #include <config.h>
 
 #include <fnmatch.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "audit/suite.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/gen_gdn.h"
 #include "core/ops.h"
 #include "core/table.h"
@@ -104,72 +104,63 @@ static ra_status filter_rows(ra_table **out, const ra_table *t, const char *patt
     return st;
 }
 
+static const struct option list_options[] = {
+    RA_CLI_OPTION_FORMAT,
+    RA_CLI_OPTION_PLUGIN,
+    RA_CLI_OPTIONS_END,
+};
+
+/* --format is checked once the options are read, before the kind. */
+static const ra_cli_syntax list_syntax = {.cmd = "list",
+                                          .shortopts = ":h",
+                                          .longopts = list_options,
+                                          .help = print_help,
+                                          .style = RA_CLI_HINT,
+                                          .late = RA_CLI_BIT(RA_CLI_FORMAT)};
+
+/* The kind the operands name: 0, or the exit status. */
+static int find_kind(const list_kind **out, const ra_cli_args *a)
+{
+    const int argc = a->argc;
+    char **argv = a->argv;
+    if (optind >= argc)
+        return ra_cli_usage_error("list", "which kind? (ops, regimes, ...)");
+    for (const list_kind *k = kinds; k->name; k++)
+        if (strcmp(k->name, argv[optind]) == 0)
+            *out = k;
+    if (!*out)
+        return ra_cli_usage_error("list", "unknown kind '%s'", argv[optind]);
+    if (argc - optind > 2)
+        return ra_cli_usage_error("list", "unexpected argument '%s'", argv[optind + 2]);
+    if (a->nplugins && !(*out)->takes_plugins)
+        return ra_cli_usage_error("list", "'%s' does not load plugins", (*out)->name);
+    return 0;
+}
+
 int ra_cmd_list(int argc, char **argv)
 {
-    enum { OPT_FORMAT = 256, OPT_PLUGIN };
-    static const struct option longopts[] = {
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"plugin", required_argument, NULL, OPT_PLUGIN},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    ra_format fmt = RA_FMT_TEXT;
-    const char *format_text = NULL;
-    const char **plugins = calloc((size_t)argc + 1, sizeof *plugins);
-    size_t nplugins = 0;
-    int rc = 0;
-    if (!plugins)
-        return ra_cli_usage_error("list", "out of memory");
-    optind = 0;
-    opterr = 0;
-    for (int c; rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'h':
-            print_help(stdout);
-            free(plugins);
-            return 0;
-        case OPT_FORMAT:
-            format_text = optarg;
-            break;
-        case OPT_PLUGIN:
-            plugins[nplugins++] = optarg;
-            break;
-        default:
-            rc = ra_cli_getopt_error("list", c, argv, optind, longopts);
-        }
-    }
-    if (rc == 0 && format_text && ra_format_parse(&fmt, format_text) != RA_OK) {
-        fprintf(stderr, "(see 'recaudit list --help')\n");
-        rc = 2;
-    }
+    ra_cli_args a;
+    int rc = ra_cli_parse(&a, &list_syntax, argc, argv, NULL);
+    if (rc != RA_CLI_GO)
+        return rc;
     const list_kind *kind = NULL;
-    if (rc == 0 && optind >= argc)
-        rc = ra_cli_usage_error("list", "which kind? (ops, regimes, ...)");
-    if (rc == 0) {
-        for (const list_kind *k = kinds; k->name; k++)
-            if (strcmp(k->name, argv[optind]) == 0)
-                kind = k;
-        if (!kind)
-            rc = ra_cli_usage_error("list", "unknown kind '%s'", argv[optind]);
-    }
-    if (rc == 0 && argc - optind > 2)
-        rc = ra_cli_usage_error("list", "unexpected argument '%s'", argv[optind + 2]);
-    if (rc == 0 && nplugins && !kind->takes_plugins)
-        rc = ra_cli_usage_error("list", "'%s' does not load plugins", kind->name);
+    rc = ra_cli_check(&a, RA_CLI_FORMAT);
+    if (rc == 0)
+        rc = find_kind(&kind, &a);
     if (rc != 0) {
-        free(plugins);
+        ra_cli_args_clear(&a);
         return rc;
     }
     const char *pattern = argc - optind == 2 ? argv[optind + 1] : NULL;
 
     ra_table *t = NULL, *shown = NULL;
-    ra_status st = kind->fill(&t, plugins);
+    ra_status st = kind->fill(&t, a.plugins);
     if (st == RA_OK && pattern)
         st = filter_rows(&shown, t, pattern);
     if (st == RA_OK)
-        st = ra_table_write(shown ? shown : t, stdout, fmt);
+        st = ra_table_write(shown ? shown : t, stdout, a.fmt);
     ra_table_free(shown);
     ra_table_free(t);
-    free(plugins);
+    ra_cli_args_clear(&a);
     return ra_status_exit_code(st);
 }

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/case.h"
 #include "core/table.h"
 #include "ref/ref.h"
@@ -64,98 +65,91 @@ static int parse_prec(mpfr_prec_t *out, const char *opt, const char *text, long 
     return 0;
 }
 
+enum {
+    OPT_PREC = RA_CLI_OWN,
+    OPT_CHECK,
+    OPT_CAP,
+    OPT_MINBITS,
+    OPT_NOCERT,
+    OPT_NOCACHE,
+    OPT_NOGRADS,
+};
+
+static const struct option ref_options[] = {
+    RA_CLI_OPTION_OUTPUT,
+    {"prec", required_argument, NULL, OPT_PREC},
+    {"check-prec", required_argument, NULL, OPT_CHECK},
+    {"prec-cap", required_argument, NULL, OPT_CAP},
+    {"min-bits", required_argument, NULL, OPT_MINBITS},
+    RA_CLI_OPTION_THREADS,
+    {"no-certify", no_argument, NULL, OPT_NOCERT},
+    {"no-cache", no_argument, NULL, OPT_NOCACHE},
+    {"no-grads", no_argument, NULL, OPT_NOGRADS},
+    RA_CLI_OPTION_FORMAT,
+    RA_CLI_OPTIONS_END,
+};
+
+/* One option of ref's own (ctx: the ra_ref_opts): 0, or the exit status. */
+static int ref_option(void *ctx, const ra_cli_args *cli, int c, const char *arg)
+{
+    (void)cli;
+    ra_ref_opts *o = ctx;
+    long v;
+    switch (c) {
+    case OPT_PREC:
+        return parse_prec(&o->prec, "--prec", arg, 53);
+    case OPT_CHECK:
+        return parse_prec(&o->check_prec, "--check-prec", arg, 54);
+    case OPT_CAP:
+        return parse_prec(&o->prec_cap, "--prec-cap", arg, 53);
+    case OPT_MINBITS:
+        if (ra_cli_parse_int(&v, "ref", "--min-bits", arg, 1, 1L << 24))
+            return 2;
+        o->min_bits = (int)v;
+        return 0;
+    case OPT_NOCERT:
+        o->certify = 0;
+        return 0;
+    case OPT_NOCACHE:
+        o->use_cache = 0;
+        return 0;
+    case OPT_NOGRADS:
+        o->grads = 0;
+        return 0;
+    }
+    return 0;
+}
+
+static const ra_cli_syntax ref_syntax = {.cmd = "ref",
+                                         .shortopts = ":o:h",
+                                         .longopts = ref_options,
+                                         .help = print_help,
+                                         .own = ref_option,
+                                         .style = RA_CLI_USAGE};
+
+/* Parses argv into a; returns RA_CLI_GO, or the exit status. */
 static int parse_args(ref_args *a, int argc, char **argv)
 {
-    enum {
-        OPT_PREC = 256,
-        OPT_CHECK,
-        OPT_CAP,
-        OPT_MINBITS,
-        OPT_THREADS,
-        OPT_NOCERT,
-        OPT_NOCACHE,
-        OPT_NOGRADS,
-        OPT_FORMAT
-    };
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"prec", required_argument, NULL, OPT_PREC},
-        {"check-prec", required_argument, NULL, OPT_CHECK},
-        {"prec-cap", required_argument, NULL, OPT_CAP},
-        {"min-bits", required_argument, NULL, OPT_MINBITS},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"no-certify", no_argument, NULL, OPT_NOCERT},
-        {"no-cache", no_argument, NULL, OPT_NOCACHE},
-        {"no-grads", no_argument, NULL, OPT_NOGRADS},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    ra_cli_args cli;
     memset(a, 0, sizeof *a);
     ra_ref_opts_init(&a->o);
-    a->fmt = RA_FMT_TEXT;
-    optind = 0;
-    opterr = 0;
-    long v;
-    for (int c; (c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'h':
-            print_help(stdout);
-            return -1;
-        case 'o':
-            a->out = optarg;
-            break;
-        case OPT_PREC:
-            if (parse_prec(&a->o.prec, "--prec", optarg, 53))
-                return 2;
-            break;
-        case OPT_CHECK:
-            if (parse_prec(&a->o.check_prec, "--check-prec", optarg, 54))
-                return 2;
-            break;
-        case OPT_CAP:
-            if (parse_prec(&a->o.prec_cap, "--prec-cap", optarg, 53))
-                return 2;
-            break;
-        case OPT_MINBITS:
-            if (ra_cli_parse_int(&v, "ref", "--min-bits", optarg, 1, 1L << 24))
-                return 2;
-            a->o.min_bits = (int)v;
-            break;
-        case OPT_THREADS:
-            if (ra_cli_parse_int(&v, "ref", "--threads", optarg, 1, 4096))
-                return 2;
-            a->o.threads = (int)v;
-            break;
-        case OPT_NOCERT:
-            a->o.certify = 0;
-            break;
-        case OPT_NOCACHE:
-            a->o.use_cache = 0;
-            break;
-        case OPT_NOGRADS:
-            a->o.grads = 0;
-            break;
-        case OPT_FORMAT:
-            if (ra_format_parse(&a->fmt, optarg) != RA_OK)
-                return ra_cli_usage_error("ref", "--format '%s': text, md, csv or json", optarg);
-            break;
-        default:
-            return ra_cli_getopt_error("ref", c, argv, optind, longopts);
-        }
-    }
-    if (optind >= argc)
+    int rc = ra_cli_parse(&cli, &ref_syntax, argc, argv, &a->o);
+    if (rc != RA_CLI_GO)
+        return rc;
+    a->out = cli.output;
+    a->o.threads = (int)cli.threads;
+    a->fmt = cli.fmt;
+    if (!(a->in = ra_cli_operand(&cli)))
         return ra_cli_usage_error("ref", "missing CASE.safetensors");
-    a->in = argv[optind++];
-    if (optind < argc)
-        return ra_cli_usage_error("ref", "unexpected argument '%s'", argv[optind]);
+    if (ra_cli_no_more(&cli))
+        return 2;
     if (a->o.prec_cap < a->o.prec)
         return ra_cli_usage_error("ref", "--prec-cap %ld is below --prec %ld", (long)a->o.prec_cap,
                                   (long)a->o.prec);
     if (a->o.check_prec && a->o.check_prec <= a->o.prec)
         return ra_cli_usage_error("ref", "--check-prec %ld must exceed --prec %ld",
                                   (long)a->o.check_prec, (long)a->o.prec);
-    return 0;
+    return RA_CLI_GO;
 }
 
 /* CASE.safetensors -> CASE.ref.safetensors (any other name: NAME.ref.safetensors). */
@@ -200,8 +194,8 @@ int ra_cmd_ref(int argc, char **argv)
 {
     ref_args a;
     int rc = parse_args(&a, argc, argv);
-    if (rc)
-        return rc < 0 ? 0 : rc;
+    if (rc != RA_CLI_GO)
+        return rc;
     char *out = a.out ? NULL : default_output(a.in);
     const char *path = a.out ? a.out : out;
     if (!path) {

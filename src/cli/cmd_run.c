@@ -1,15 +1,14 @@
 /* `recaudit run`: one kernel variant on a case file, result to a file. */
 #include <config.h>
 
-#include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "audit/audit.h"
 #include "audit/registry.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/case.h"
 
 /*
@@ -45,14 +44,14 @@ static void print_help(FILE *f)
         "  recaudit run --variant gdn.cpu.chunk64.tf32 case.safetensors -o result.safetensors\n");
 }
 
-static int run(const char *name, const char *case_path, const char *out_path, long threads,
-               int fwd_only, const char *const *plugins)
+static int run(const ra_cli_args *a, const char *case_path)
 {
+    const char *name = a->variant, *out_path = a->output;
     ra_registry *r = NULL;
     ra_case c, result;
     ra_case_init(&c);
     ra_case_init(&result);
-    ra_status st = ra_registry_new_with_plugins(&r, plugins);
+    ra_status st = ra_registry_new_with_plugins(&r, a->plugins);
     const ra_variant *v = NULL;
     if (st == RA_OK && !(v = ra_registry_find(r, name))) {
         RA_REPORTF(RA_ENOTFOUND, "run: no variant '%s' (see 'recaudit list variants')", name);
@@ -67,10 +66,10 @@ static int run(const char *name, const char *case_path, const char *out_path, lo
     }
     ra_run rr;
     memset(&rr, 0, sizeof rr);
-    rr.threads = (int)threads;
+    rr.threads = (int)a->threads;
     rr.elapsed_ms = -1;
     if (st == RA_OK)
-        st = ra_variant_execute(&result, v, &c, !fwd_only, &rr);
+        st = ra_variant_execute(&result, v, &c, !a->fwd_only, &rr);
     if (st == RA_OK)
         st = ra_case_save(&result, out_path);
     if (st == RA_OK) {
@@ -84,7 +83,7 @@ static int run(const char *name, const char *case_path, const char *out_path, lo
         int grads = 0;
         for (size_t i = 0; i < result.tensors.n; i++)
             grads |= ra_is_gradient_of(result.tensors.items[i]->name, &c);
-        if (!fwd_only && !grads)
+        if (!a->fwd_only && !grads)
             printf("  (no gradients: %s)\n", (v->caps & RA_BWD)
                                                  ? "the case carries no output cotangent"
                                                  : "the variant has no backward");
@@ -95,63 +94,32 @@ static int run(const char *name, const char *case_path, const char *out_path, lo
     return ra_status_exit_code(st);
 }
 
+static const struct option run_options[] = {
+    RA_CLI_OPTION_VARIANT, RA_CLI_OPTION_THREADS, RA_CLI_OPTION_FWD_ONLY,
+    RA_CLI_OPTION_PLUGIN,  RA_CLI_OPTION_OUTPUT,  RA_CLI_OPTIONS_END,
+};
+
+static const ra_cli_syntax run_syntax = {
+    .cmd = "run", .shortopts = ":ho:", .longopts = run_options, .help = print_help};
+
 int ra_cmd_run(int argc, char **argv)
 {
-    enum { OPT_VARIANT = 256, OPT_THREADS, OPT_FWD_ONLY, OPT_PLUGIN };
-    static const struct option longopts[] = {
-        {"variant", required_argument, NULL, OPT_VARIANT},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"fwd-only", no_argument, NULL, OPT_FWD_ONLY},
-        {"plugin", required_argument, NULL, OPT_PLUGIN},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *variant = NULL, *out = NULL;
-    long threads = 0;
-    int fwd_only = 0, rc = 0;
-    const char **plugins = calloc((size_t)argc + 1, sizeof *plugins);
-    size_t nplugins = 0;
-    if (!plugins)
-        return ra_cli_usage_error("run", "out of memory");
-    optind = 0;
-    opterr = 0;
-    for (int c; rc == 0 && (c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'h':
-            print_help(stdout);
-            free(plugins);
-            return 0;
-        case 'o':
-            out = optarg;
-            break;
-        case OPT_VARIANT:
-            variant = optarg;
-            break;
-        case OPT_THREADS:
-            rc = ra_cli_parse_int(&threads, "run", "--threads", optarg, 1, 4096);
-            break;
-        case OPT_FWD_ONLY:
-            fwd_only = 1;
-            break;
-        case OPT_PLUGIN:
-            plugins[nplugins++] = optarg;
-            break;
-        default:
-            rc = ra_cli_getopt_error("run", c, argv, optind, longopts);
-        }
-    }
-    if (rc == 0 && !variant)
+    ra_cli_args a;
+    int rc = ra_cli_parse(&a, &run_syntax, argc, argv, NULL);
+    if (rc != RA_CLI_GO)
+        return rc;
+    rc = 0;
+    if (!a.variant)
         rc = ra_cli_usage_error("run", "--variant NAME is required");
-    if (rc == 0 && !out)
+    if (rc == 0 && !a.output)
         rc = ra_cli_usage_error("run", "-o RESULT.safetensors is required");
-    if (rc == 0 && (strlen(out) < 12 || strcmp(out + strlen(out) - 12, ".safetensors") != 0))
-        rc = ra_cli_usage_error("run", "-o '%s': the result is a .safetensors file", out);
+    if (rc == 0 && !ra_cli_ends_with(a.output, ".safetensors"))
+        rc = ra_cli_usage_error("run", "-o '%s': the result is a .safetensors file", a.output);
     if (rc == 0 && argc - optind != 1)
         rc = ra_cli_usage_error("run", argc - optind ? "exactly one case file expected"
                                                      : "which case file?");
     if (rc == 0)
-        rc = run(variant, argv[optind], out, threads, fwd_only, plugins);
-    free(plugins);
+        rc = run(&a, argv[optind]);
+    ra_cli_args_clear(&a);
     return rc;
 }

@@ -3,14 +3,13 @@
 
 #include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "audit/audit.h"
 #include "audit/report.h"
 #include "audit/suite.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/progress.h"
 
 /*
@@ -49,153 +48,85 @@ static void print_help(FILE *f)
             "  recaudit validate --variant 'gdn.cpu.chunk64.*' --suite quick\n");
 }
 
+enum { OPT_SUITE = RA_CLI_OWN, OPT_TAP };
+
+static const struct option validate_options[] = {
+    RA_CLI_OPTION_VARIANT,
+    {"suite", required_argument, NULL, OPT_SUITE},
+    RA_CLI_OPTION_PLUGIN,
+    RA_CLI_OPTION_GATES,
+    RA_CLI_OPTION_JSON,
+    {"tap", no_argument, NULL, OPT_TAP},
+    RA_CLI_OPTION_FORMAT,
+    RA_CLI_OPTION_THREADS,
+    RA_CLI_OPTION_ALLOW_UNCERTIFIED,
+    RA_CLI_OPTIONS_END,
+};
+
+/* validate's own options. */
 typedef struct validate_args {
-    const char *glob, *suite, *gates_path, *json_path;
-    const char **plugins;
-    int tap, allow_uncertified;
-    ra_format fmt;
-    long threads;
+    const char *suite; /* --suite: name or path */
+    int tap;           /* --tap */
 } validate_args;
 
-static int validate(const validate_args *a)
+static int validate_option(void *ctx, const ra_cli_args *a, int code, const char *value)
 {
-    ra_registry *r = NULL;
-    ra_gates gates;
-    ra_gates_init(&gates);
+    (void)a;
+    validate_args *v = ctx;
+    if (code == OPT_SUITE)
+        v->suite = value;
+    else
+        v->tap = 1; /* OPT_TAP */
+    return 0;
+}
+
+static const ra_cli_syntax validate_syntax = {.cmd = "validate",
+                                              .shortopts = ":h",
+                                              .longopts = validate_options,
+                                              .help = print_help,
+                                              .own = validate_option};
+
+static int validate(const ra_cli_args *a, const validate_args *v)
+{
+    ra_cli_audit s;
     ra_suite suite;
     ra_suite_init(&suite);
-    ra_rows rows;
-    ra_rows_init(&rows);
-    ra_status st = ra_registry_new_with_plugins(&r, a->plugins);
+    ra_status st = ra_cli_audit_begin(&s, a);
     if (st == RA_OK)
-        st = ra_gates_load(&gates, a->gates_path);
-    if (st == RA_OK)
-        st = ra_suite_load(&suite, a->suite);
-    ra_audit_opts o;
-    ra_audit_opts_init(&o);
-    o.gates = &gates;
-    o.gates_path = a->gates_path;
-    o.allow_uncertified = a->allow_uncertified;
-    o.threads = (int)a->threads;
+        st = ra_suite_load(&suite, v->suite);
     if (st == RA_OK) {
         int64_t total = 0;
         for (size_t i = 0; i < suite.n; i++)
-            total += (int64_t)ra_audit_count_variants(r, a->glob, suite.rows[i].op);
-        o.progress = ra_progress_start("validate", total, "runs");
-        st = ra_validate(&rows, r, a->glob, &suite, &o);
-        ra_progress_finish(o.progress);
+            total += (int64_t)ra_audit_count_variants(s.r, a->variant, suite.rows[i].op);
+        s.o.progress = ra_progress_start("validate", total, "runs");
+        st = ra_validate(&s.rows, s.r, a->variant, &suite, &s.o);
+        ra_progress_finish(s.o.progress);
     }
-    int text = !a->tap && (a->fmt == RA_FMT_TEXT || a->fmt == RA_FMT_MARKDOWN);
-    FILE *info = text ? stdout : stderr;
+    FILE *info = v->tap ? NULL : ra_cli_info_stream(a->fmt);
     if (st == RA_OK) {
-        if (a->tap) {
-            ra_report_tap(stdout, &rows);
+        if (v->tap) {
+            ra_report_tap(stdout, &s.rows);
         } else {
             fprintf(info, "validate: suite %s (%zu cases), variants '%s'\n", suite.path, suite.n,
-                    a->glob);
-            st = ra_report_validate_table(stdout, &rows, a->fmt);
+                    a->variant);
+            st = ra_report_validate_table(stdout, &s.rows, a->fmt);
         }
     }
-    if (st == RA_OK && a->json_path)
-        st = ra_report_json(a->json_path, &rows, "validate");
-    if (st == RA_OK) {
-        if (a->tap) {
-            /* In TAP, anything else must be a comment or go to stderr. */
-            fprintf(stdout, "# %zu passed, %zu failed, %zu skipped\n", rows.passed, rows.failed,
-                    rows.skipped);
-        } else {
-            ra_report_failures(info, &rows);
-            ra_report_summary(info, &rows);
-        }
-    }
-    int rc = st != RA_OK ? ra_status_exit_code(st) : rows.failed ? 1 : 0;
-    ra_rows_clear(&rows);
     ra_suite_clear(&suite);
-    ra_gates_clear(&gates);
-    ra_registry_free(r);
-    return rc;
+    return ra_cli_audit_end(&s, st, a, "validate", info);
 }
 
 int ra_cmd_validate(int argc, char **argv)
 {
-    enum {
-        OPT_VARIANT = 256,
-        OPT_SUITE,
-        OPT_PLUGIN,
-        OPT_GATES,
-        OPT_JSON,
-        OPT_TAP,
-        OPT_FORMAT,
-        OPT_THREADS,
-        OPT_ALLOW
-    };
-    static const struct option longopts[] = {
-        {"variant", required_argument, NULL, OPT_VARIANT},
-        {"suite", required_argument, NULL, OPT_SUITE},
-        {"plugin", required_argument, NULL, OPT_PLUGIN},
-        {"gates", required_argument, NULL, OPT_GATES},
-        {"json", required_argument, NULL, OPT_JSON},
-        {"tap", no_argument, NULL, OPT_TAP},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"allow-uncertified", no_argument, NULL, OPT_ALLOW},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    validate_args a;
-    memset(&a, 0, sizeof a);
-    a.glob = "*";
-    a.suite = "quick";
-    a.fmt = RA_FMT_TEXT;
-    a.plugins = calloc((size_t)argc + 1, sizeof *a.plugins);
-    size_t nplugins = 0;
-    if (!a.plugins)
-        return ra_cli_usage_error("validate", "out of memory");
-    int rc = 0;
-    optind = 0;
-    opterr = 0;
-    for (int c; rc == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'h':
-            print_help(stdout);
-            free(a.plugins);
-            return 0;
-        case OPT_VARIANT:
-            a.glob = optarg;
-            break;
-        case OPT_SUITE:
-            a.suite = optarg;
-            break;
-        case OPT_PLUGIN:
-            a.plugins[nplugins++] = optarg;
-            break;
-        case OPT_GATES:
-            a.gates_path = optarg;
-            break;
-        case OPT_JSON:
-            a.json_path = optarg;
-            break;
-        case OPT_TAP:
-            a.tap = 1;
-            break;
-        case OPT_FORMAT:
-            if (ra_format_parse(&a.fmt, optarg) != RA_OK)
-                rc = 2;
-            break;
-        case OPT_THREADS:
-            rc = ra_cli_parse_int(&a.threads, "validate", "--threads", optarg, 1, 4096);
-            break;
-        case OPT_ALLOW:
-            a.allow_uncertified = 1;
-            break;
-        default:
-            rc = ra_cli_getopt_error("validate", c, argv, optind, longopts);
-        }
-    }
-    if (rc == 0 && optind < argc)
-        rc = ra_cli_usage_error("validate", "unexpected argument '%s'", argv[optind]);
+    ra_cli_args a;
+    validate_args v = {"quick", 0};
+    int rc = ra_cli_parse(&a, &validate_syntax, argc, argv, &v);
+    if (rc != RA_CLI_GO)
+        return rc;
+    a.variant = a.variant ? a.variant : "*";
+    rc = ra_cli_no_more(&a);
     if (rc == 0)
-        rc = validate(&a);
-    free(a.plugins);
+        rc = validate(&a, &v);
+    ra_cli_args_clear(&a);
     return rc;
 }

@@ -1,10 +1,7 @@
 /* recaudit: entry point, global options and subcommand dispatch. */
 #include <config.h>
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -23,43 +20,6 @@ static void print_help(FILE *f)
         fprintf(f, "  %-10s %s\n", c->name, c->summary);
     fprintf(f, "\n'recaudit COMMAND --help' describes a command.\n"
                "exit status: 0 pass, 1 a gate failed, 2 bad usage or bad input\n");
-}
-
-int ra_cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "recaudit %s: ", cmd);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(see 'recaudit %s --help')\n", cmd);
-    return 2;
-}
-
-int ra_cli_parse_int(long *out, const char *cmd, const char *opt, const char *text,
-                     long min, long max)
-{
-    char *end;
-    errno = 0;
-    long v = text ? strtol(text, &end, 10) : 0;
-    if (!text || end == text || *end || errno == ERANGE || v < min || v > max)
-        return ra_cli_usage_error(cmd, "%s expects an integer in [%ld, %ld], got '%s'", opt, min,
-                                  max, text ? text : "");
-    *out = v;
-    return 0;
-}
-
-int ra_cli_parse_u64(unsigned long long *out, const char *cmd, const char *opt,
-                     const char *text)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = text && text[0] != '-' ? strtoull(text, &end, 10) : 0;
-    if (!text || text[0] == '-' || end == text || *end || errno == ERANGE)
-        return ra_cli_usage_error(cmd, "%s expects a non-negative integer, got '%s'", opt,
-                                  text ? text : "");
-    *out = v;
-    return 0;
 }
 
 int main(int argc, char **argv)
