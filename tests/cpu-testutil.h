@@ -6,6 +6,7 @@
  * Cases in the "default" regime from GSL's mt19937 with fixed seeds, runs of
  * a configuration (forward and backward), and normwise comparisons.  Every
  * function is static inline so that a suite not using one gets no warning.
+ * Tensors are found and read with testutil.h's tu_tensor and tu_at.
  */
 
 #include <check.h>
@@ -22,6 +23,7 @@
 #include "core/tensor.h"
 #include "cpu/faults.h"
 #include "cpu/gdn_variants.h"
+#include "testutil.h"
 
 typedef struct gen {
     int B, T, Hk, Hv, K, V;
@@ -31,26 +33,6 @@ typedef struct gen {
     unsigned long seed;
     double gdiv; /* g divided by this (0: 1), for long memory */
 } gen;
-
-static inline void add(ra_case *c, const char *name, ra_dtype dt, int nd, const int64_t *shape,
-                       const double *vals)
-{
-    ra_tensor *t;
-    ck_assert_int_eq(ra_tensors_new(&c->tensors, &t, name, dt, nd, shape), RA_OK);
-    ra_tensor_from_doubles(t, vals);
-}
-
-static inline ra_tensor *get(const ra_tensors *ts, const char *name)
-{
-    ra_tensor *t = ra_tensors_find(ts, name);
-    ck_assert_msg(t != NULL, "missing tensor %s", name);
-    return t;
-}
-
-static inline double at(const ra_tensors *ts, const char *name, int64_t i)
-{
-    return ra_tensor_get(get(ts, name), i);
-}
 
 static inline void normal_fill(double *x, size_t n, gsl_rng *r, double sd)
 {
@@ -71,15 +53,14 @@ static inline void normalise_rows(double *x, size_t rows, size_t d)
 
 /* The "default" regime: q, k ~ N(0,1) (rows normalised unless the case
    asks the kernel to), v, do, dht, h0 ~ N(0,1), g = logsigmoid(N(0,1)),
-   beta = sigmoid(N(0,1)). */
+   beta = sigmoid(N(0,1)); drawn in the order q, k, v, g, beta, do, h0,
+   dht. */
 static inline void make_case(ra_case *c, const gen *o)
 {
-    ra_case_init(c);
-    ck_assert_int_eq(ra_case_set_op(c, "gdn"), RA_OK);
+    const ra_gdn_shape s = {o->B, o->T, o->Hk, o->Hv, o->K, o->V};
+    tu_gdn_case(c, &s, o->dt, TU_DO | (o->h0 ? TU_H0 : 0) | (o->dht ? TU_DHT : 0));
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, o->seed);
-    const int64_t qk[4] = {o->B, o->T, o->Hk, o->K}, vs[4] = {o->B, o->T, o->Hv, o->V},
-                  gs[3] = {o->B, o->T, o->Hv}, ss[4] = {o->B, o->Hv, o->K, o->V};
     size_t nqk = (size_t)o->B * o->T * o->Hk * o->K, nv = (size_t)o->B * o->T * o->Hv * o->V,
            ng = (size_t)o->B * o->T * o->Hv, ns = (size_t)o->B * o->Hv * o->K * o->V;
     double *buf = malloc((nqk + nv + ng + ns) * sizeof *buf);
@@ -87,25 +68,23 @@ static inline void make_case(ra_case *c, const gen *o)
         normal_fill(buf, nqk, r, 1.0);
         if (!o->l2norm)
             normalise_rows(buf, nqk / o->K, o->K);
-        add(c, w ? "k" : "q", o->dt, 4, qk, buf);
+        ra_tensor_from_doubles(tu_t(c, w ? "k" : "q"), buf);
     }
     normal_fill(buf, nv, r, 1.0);
-    add(c, "v", o->dt, 4, vs, buf);
+    ra_tensor_from_doubles(tu_t(c, "v"), buf);
     for (size_t i = 0; i < ng; i++)
         buf[i] = -log1p(exp(-gsl_ran_gaussian(r, 1.0))) / (o->gdiv > 0 ? o->gdiv : 1);
-    add(c, "g", o->dt, 3, gs, buf);
+    ra_tensor_from_doubles(tu_t(c, "g"), buf);
     for (size_t i = 0; i < ng; i++)
         buf[i] = 1.0 / (1.0 + exp(-gsl_ran_gaussian(r, 1.0)));
-    add(c, "beta", o->dt, 3, gs, buf);
-    normal_fill(buf, nv, r, 1.0);
-    add(c, "do", o->dt, 4, vs, buf);
-    if (o->h0) {
-        normal_fill(buf, ns, r, 1.0);
-        add(c, "h0", o->dt, 4, ss, buf);
-    }
-    if (o->dht) {
-        normal_fill(buf, ns, r, 1.0);
-        add(c, "dht", o->dt, 4, ss, buf);
+    ra_tensor_from_doubles(tu_t(c, "beta"), buf);
+    static const char *const rest[3] = {"do", "h0", "dht"};
+    for (int i = 0; i < 3; i++) {
+        ra_tensor *t = ra_tensors_find(&c->tensors, rest[i]);
+        if (!t)
+            continue;
+        normal_fill(buf, (size_t)t->numel, r, 1.0);
+        ra_tensor_from_doubles(t, buf);
     }
     if (o->l2norm)
         ck_assert_int_eq(ra_kv_set(&c->params, "l2norm", "1"), RA_OK);
@@ -141,19 +120,7 @@ static inline void result_clear(result *res)
     ra_tensors_clear(&res->b);
 }
 
-/* rms(a - b) / rms(b) over a tensor; 0 when both are zero. */
-static inline double rel_rms(const ra_tensor *a, const ra_tensor *b)
-{
-    ck_assert_int_eq(a->numel, b->numel);
-    long double e = 0, z = 0;
-    for (int64_t i = 0; i < a->numel; i++) {
-        long double x = ra_tensor_get(a, i), y = ra_tensor_get(b, i);
-        e += (x - y) * (x - y);
-        z += y * y;
-    }
-    return z == 0 ? (e == 0 ? 0 : INFINITY) : (double)sqrtl(e / z);
-}
-
+/* rms(a - b) / rms(b) over a tensor and an array; 0 when both are zero. */
 static inline double rel_rms_arr(const ra_tensor *a, const double *b)
 {
     long double e = 0, z = 0;
@@ -163,6 +130,17 @@ static inline double rel_rms_arr(const ra_tensor *a, const double *b)
         z += y * y;
     }
     return z == 0 ? (e == 0 ? 0 : INFINITY) : (double)sqrtl(e / z);
+}
+
+static inline double rel_rms(const ra_tensor *a, const ra_tensor *b)
+{
+    ck_assert_int_eq(a->numel, b->numel);
+    double *y = malloc((size_t)(b->numel ? b->numel : 1) * sizeof *y);
+    ck_assert_ptr_nonnull(y);
+    ra_tensor_to_doubles(y, b);
+    double e = rel_rms_arr(a, y);
+    free(y);
+    return e;
 }
 
 static inline int identical(const ra_tensor *a, const ra_tensor *b)
@@ -215,7 +193,7 @@ static inline void expect_changes(const result *base, const result *f, const cha
     const ra_tensors *sets[2] = {&base->f, &base->b}, *fsets[2] = {&f->f, &f->b};
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; i < sets[s]->n; i++) {
-            const ra_tensor *x = sets[s]->items[i], *y = get(fsets[s], x->name);
+            const ra_tensor *x = sets[s]->items[i], *y = tu_tensor(fsets[s], x->name);
             int must = 0;
             for (const char *const *c = changed; *c; c++)
                 must |= strcmp(*c, x->name) == 0;

@@ -1,131 +1,49 @@
-/* Helpers shared by the file-format suites (t-safetensors, t-npy, t-case). */
+/* Helpers shared by the file-format suites (t-file, t-safetensors, t-npy, t-case). */
 #ifndef RA_TESTS_IO_TESTUTIL_H
 #define RA_TESTS_IO_TESTUTIL_H
 
 /*
- * - An error handler that records every report (count, last code, last
- *   text), so a test can assert that a failure is reported exactly once,
- *   with the right code, and that the message names the file, tensor and
- *   field.
- * - A scratch directory per test process (created by io_tmp_setup, emptied
- *   and removed by io_tmp_teardown) and a way to list what is left in it
- *   (to prove atomic writes leave no temporary behind).
- * - The path of a fixture under tests/data/io ($top_srcdir from make check,
- *   else the configure-time source directory).
- * - A small deterministic generator (xorshift64*) for the random round trips.
+ * On top of testutil.h (error record, scratch directory, bit-identical
+ * tensors):
+ * - the fixture every file-format test runs under: errors recorded, a fresh
+ *   scratch directory, removed afterwards;
+ * - the path of a fixture under tests/data/io;
+ * - raw bytes written to a scratch file without the library;
+ * - a small deterministic generator (xorshift64*) for the random round
+ *   trips and corruptions, and tensors filled with random bit patterns.
  */
 
 #include <check.h>
-#include <dirent.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/io.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "testutil.h"
 
-static int io_nerr;
-static ra_status io_code;
-static char io_msg[1024];
-
-static inline void io_handler(const char *reason, const char *file, int line, ra_status code)
+static inline void io_setup(void)
 {
-    (void)file, (void)line;
-    io_nerr++;
-    io_code = code;
-    snprintf(io_msg, sizeof io_msg, "%s", reason);
+    tu_capture();
+    tu_scratch_setup();
 }
 
-static inline void io_reset(void)
-{
-    io_nerr = 0;
-    io_code = RA_OK;
-    io_msg[0] = '\0';
-}
-
-/* Asserts st == code, one report with that code, and that the message holds
-   every NULL-terminated substring. */
-static inline void io_expect_error(ra_status st, ra_status code, ...)
-{
-    ck_assert_msg(st == code, "status %d (%s), expected %d; message: %s", (int)st, ra_strstatus(st),
-                  (int)code, io_msg);
-    ck_assert_msg(io_nerr == 1, "%d reports, expected exactly one (last: %s)", io_nerr, io_msg);
-    ck_assert_int_eq(io_code, code);
-    va_list ap;
-    va_start(ap, code);
-    for (const char *s; (s = va_arg(ap, const char *));)
-        ck_assert_msg(strstr(io_msg, s), "message '%s' lacks '%s'", io_msg, s);
-    va_end(ap);
-    io_reset();
-}
-
-static char io_dir[256];
-
-static inline void io_tmp_setup(void)
-{
-    ra_set_error_handler(io_handler);
-    io_reset();
-    const char *base = getenv("TMPDIR");
-    snprintf(io_dir, sizeof io_dir, "%s/ra-io-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(io_dir));
-}
-
-static inline void io_tmp_teardown(void)
-{
-    DIR *d = opendir(io_dir);
-    if (d) {
-        struct dirent *e;
-        char p[600];
-        while ((e = readdir(d)))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-                snprintf(p, sizeof p, "%s/%s", io_dir, e->d_name);
-                unlink(p);
-            }
-        closedir(d);
-    }
-    rmdir(io_dir);
-}
-
-/* A path in the scratch directory (static buffer, one of four in turn). */
-static inline const char *io_tmp(const char *name)
-{
-    static char bufs[4][600];
-    static int k;
-    char *b = bufs[k++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", io_dir, name);
-    return b;
-}
-
-/* Number of entries in the scratch directory. */
-static inline int io_tmp_count(void)
-{
-    int n = 0;
-    DIR *d = opendir(io_dir);
-    ck_assert_ptr_nonnull(d);
-    for (struct dirent *e; (e = readdir(d));)
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return n;
-}
+/* Adds the test case `name` with the io fixture and the tests listed. */
+#define io_tcase(s, name, ...) tu_tcase((s), (name), io_setup, tu_scratch_teardown, __VA_ARGS__)
 
 static inline const char *io_fixture(const char *name)
 {
-    static char p[4][1024];
-    static int k;
-    char *b = p[k++ % 4];
-    const char *top = getenv("top_srcdir");
-    snprintf(b, sizeof p[0], "%s/tests/data/io/%s", top && *top ? top : RA_TOP_SRCDIR, name);
-    return b;
+    return tu_srcpath("tests/data/io/%s", name);
 }
+
+/* Number of entries in the scratch directory (temporaries included). */
+static inline int io_tmp_count(void) { return tu_count_entries(tu_scratch_dir); }
 
 /* Writes raw bytes to a scratch file (no library code involved). */
 static inline const char *io_put(const char *name, const void *buf, size_t len)
 {
-    const char *p = io_tmp(name);
+    const char *p = tu_scratch("%s", name);
     FILE *f = fopen(p, "wb");
     ck_assert_ptr_nonnull(f);
     ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
@@ -143,19 +61,6 @@ static inline uint64_t io_rand(void)
     return io_rng_state * 0x2545F4914F6CDD1Dull;
 }
 
-/* Bit-identical tensors: name, dtype, shape, bytes. */
-static inline void io_assert_same_tensor(const ra_tensor *a, const ra_tensor *b)
-{
-    ck_assert_str_eq(a->name, b->name);
-    ck_assert_int_eq(a->dtype, b->dtype);
-    ck_assert_int_eq(a->ndim, b->ndim);
-    for (int i = 0; i < a->ndim; i++)
-        ck_assert_int_eq(a->shape[i], b->shape[i]);
-    ck_assert_int_eq(a->numel, b->numel);
-    ck_assert_uint_eq(a->nbytes, b->nbytes);
-    ck_assert(a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0);
-}
-
 /* A tensor of the given dtype/shape filled with random bit patterns (NaN
    payloads and subnormals included: the formats must carry bits, not
    values). */
@@ -168,6 +73,43 @@ static inline ra_tensor *io_random_tensor(const char *name, ra_dtype dt, int ndi
     for (size_t i = 0; i < t->nbytes; i++)
         p[i] = (uint8_t)(io_rand() >> 56);
     return t;
+}
+
+/* One corruption of img (len bytes) into m, as the mutation tests make
+   them: 1-3 bytes replaced, at a position below `head` three times in four
+   (the length field and the header), by a character of pool or a random
+   byte; one time in eight the result is also cut short.  Returns its
+   length. */
+static inline size_t io_mutate(uint8_t *m, const uint8_t *img, size_t len, size_t head,
+                               const char *pool)
+{
+    memcpy(m, img, len);
+    size_t mlen = len, npool = strlen(pool);
+    int edits = 1 + (int)(io_rand() % 3);
+    for (int k = 0; k < edits; k++) {
+        size_t at = io_rand() % 4 ? io_rand() % head : io_rand() % mlen;
+        m[at] = io_rand() % 2 ? (uint8_t)pool[io_rand() % npool] : (uint8_t)(io_rand() >> 56);
+    }
+    if (io_rand() % 8 == 0)
+        mlen = io_rand() % mlen;
+    return mlen;
+}
+
+/* After a parse of a corrupted image (record cleared just before it): a
+   refusal is one report of a format or size error whose text starts with
+   the image's name "mut"; an acceptance reports nothing.  Returns 1 for a
+   refusal. */
+static inline int io_refused_cleanly(ra_status st)
+{
+    int refused = st != RA_OK;
+    if (refused) {
+        ck_assert_msg(st == RA_EFORMAT || st == RA_EOVERFLOW, "status %d: %s", (int)st, tu_msg);
+        ck_assert_int_eq(tu_nerr, 1);
+        ck_assert(strncmp(tu_msg, "mut: ", 5) == 0);
+    } else {
+        ck_assert_int_eq(tu_nerr, 0);
+    }
+    return refused;
 }
 
 #endif

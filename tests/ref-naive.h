@@ -69,6 +69,26 @@ static inline void naive_norm(mpfr_t *xh, mpfr_ptr nrm, const double *x, int64_t
     }
 }
 
+/* The inputs of step t of value head (b, hv): q^ and k^ of its key head
+   (norms into nq, nk), a = exp(g); returns beta. */
+static inline double naive_step(mpfr_t *qh, mpfr_t *kh, mpfr_ptr a, mpfr_ptr nq, mpfr_ptr nk,
+                                const ra_gdn_problem *p, int64_t b, int64_t t, int64_t hv,
+                                mpfr_srcptr eps)
+{
+    const ra_gdn_shape *s = &p->s;
+    const int64_t K = s->K, hk = hv / (s->Hv / s->Hk);
+    double qv[64], kv[64];
+    for (int64_t i = 0; i < K; i++) {
+        qv[i] = ra_tensor_get(p->q, ra_gdn_qk_index(s, b, t, hk, i));
+        kv[i] = ra_tensor_get(p->k, ra_gdn_qk_index(s, b, t, hk, i));
+    }
+    naive_norm(qh, nq, qv, K, p->l2norm, eps);
+    naive_norm(kh, nk, kv, K, p->l2norm, eps);
+    mpfr_set_d(a, ra_tensor_get(p->g, ra_gdn_gate_index(s, b, t, hv)), MPFR_RNDN);
+    mpfr_exp(a, a, MPFR_RNDN);
+    return ra_tensor_get(p->beta, ra_gdn_gate_index(s, b, t, hv));
+}
+
 static inline void naive_run(naive *nv, const ra_case *c)
 {
     ra_gdn_problem p;
@@ -93,7 +113,7 @@ static inline void naive_run(naive *nv, const ra_case *c)
     mpfr_t *lam = mpalloc((size_t)(K * V)), *dS = mpalloc((size_t)(K * V));
     mpfr_t *qh = mpalloc((size_t)K), *kh = mpalloc((size_t)K), *u = mpalloc((size_t)V),
            *r = mpalloc((size_t)V), *du = mpalloc((size_t)V);
-    double qv[64], kv[64];
+    double qv[64]; /* one row of q or k, for the chain rule */
     for (int64_t b = 0; b < B; b++)
         for (int64_t hv = 0; hv < Hv; hv++) {
             const int64_t hk = hv / G;
@@ -102,15 +122,7 @@ static inline void naive_run(naive *nv, const ra_case *c)
                 mpfr_set_d(S[e], p.h0 ? ra_tensor_get(p.h0, (b * Hv + hv) * K * V + e) : 0.0,
                            MPFR_RNDN);
             for (int64_t t = 0; t < T; t++) {
-                for (int64_t i = 0; i < K; i++) {
-                    qv[i] = ra_tensor_get(p.q, ra_gdn_qk_index(&s, b, t, hk, i));
-                    kv[i] = ra_tensor_get(p.k, ra_gdn_qk_index(&s, b, t, hk, i));
-                }
-                naive_norm(qh, nq, qv, K, p.l2norm, eps);
-                naive_norm(kh, nk, kv, K, p.l2norm, eps);
-                mpfr_set_d(a, ra_tensor_get(p.g, ra_gdn_gate_index(&s, b, t, hv)), MPFR_RNDN);
-                mpfr_exp(a, a, MPFR_RNDN);
-                const double beta = ra_tensor_get(p.beta, ra_gdn_gate_index(&s, b, t, hv));
+                const double beta = naive_step(qh, kh, a, nq, nk, &p, b, t, hv, eps);
                 for (int64_t e = 0; e < K * V; e++)
                     mpfr_mul(St[t * K * V + e], a, S[t * K * V + e], MPFR_RNDN);
                 for (int64_t j = 0; j < V; j++) {
@@ -137,16 +149,8 @@ static inline void naive_run(naive *nv, const ra_case *c)
                 mpfr_set_d(lam[e], p.dht ? ra_tensor_get(p.dht, sb + e) : 0.0, MPFR_RNDN);
             }
             for (int64_t t = T - 1; t >= 0; t--) {
-                for (int64_t i = 0; i < K; i++) {
-                    qv[i] = ra_tensor_get(p.q, ra_gdn_qk_index(&s, b, t, hk, i));
-                    kv[i] = ra_tensor_get(p.k, ra_gdn_qk_index(&s, b, t, hk, i));
-                }
-                naive_norm(qh, nq, qv, K, p.l2norm, eps);
-                naive_norm(kh, nk, kv, K, p.l2norm, eps);
-                mpfr_set_d(a, ra_tensor_get(p.g, ra_gdn_gate_index(&s, b, t, hv)), MPFR_RNDN);
-                mpfr_exp(a, a, MPFR_RNDN);
+                const double beta = naive_step(qh, kh, a, nq, nk, &p, b, t, hv, eps);
                 const int64_t gi = ra_gdn_gate_index(&s, b, t, hv);
-                const double beta = ra_tensor_get(p.beta, gi);
                 /* lambda += scale q do^T; dq = scale S_t do */
                 for (int64_t i = 0; i < K; i++)
                     for (int64_t j = 0; j < V; j++) {

@@ -1,43 +1,25 @@
-/* Test helpers for the reference suites: hand-built gdn cases, MPFR comparisons. */
+/* Test helpers for the reference suites: gdn case values, reference options, MPFR comparisons. */
 #ifndef RA_TESTS_REF_TESTUTIL_H
 #define RA_TESTS_REF_TESTUTIL_H
 
 /*
- * Cases are built by hand (f64 tensors, so every value set is stored
- * exactly) from a splitmix64 stream with fixed seeds, so the tests need no
- * generator of the suite.  Errors reported by the library are captured so
- * a test can check the message.
+ * Cases are built with testutil.h's tu_gdn_case in f64 (so every value set
+ * is stored exactly) and filled from a splitmix64 stream with fixed seeds,
+ * so the tests need no generator of the suite.  Errors are recorded by
+ * testutil.h's handler (tu_capture) so a test can check the message.
  */
 
 #include <math.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <string.h>
 
 #include <check.h>
 #include <mpfr.h>
 
 #include "core/case.h"
 #include "core/gdn_case.h"
-#include "core/status.h"
 #include "core/tensor.h"
-
-static char tu_msg[2048];
-static int tu_nerr;
-
-static inline void tu_handler(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)file, (void)line, (void)code;
-    snprintf(tu_msg, sizeof tu_msg, "%s", reason);
-    tu_nerr++;
-}
-
-static inline void tu_capture(void)
-{
-    tu_msg[0] = '\0';
-    tu_nerr = 0;
-    ra_set_error_handler(tu_handler);
-}
+#include "ref/ref.h"
+#include "testutil.h"
 
 static inline uint64_t tu_next(uint64_t *s)
 {
@@ -53,44 +35,20 @@ static inline double tu_uniform(uint64_t *s, double lo, double hi)
     return lo + (hi - lo) * ((double)(tu_next(s) >> 11) * 0x1p-53);
 }
 
-static inline ra_tensor *tu_new(ra_case *c, const char *name, int ndim, int64_t d0, int64_t d1,
-                                int64_t d2, int64_t d3)
-{
-    const int64_t shape[4] = {d0, d1, d2, d3};
-    ra_tensor *t;
-    ck_assert_int_eq(ra_tensors_new(&c->tensors, &t, name, RA_F64, ndim, shape), RA_OK);
-    return t;
-}
-
 static inline void tu_fill(ra_tensor *t, uint64_t *s, double lo, double hi)
 {
     for (int64_t i = 0; i < t->numel; i++)
         ra_tensor_set(t, i, tu_uniform(s, lo, hi));
 }
 
-/* A gdn case of shape sh with every tensor zero; h0 / dht / do on request. */
-static inline void tu_gdn_case(ra_case *c, const ra_gdn_shape *sh, int h0, int dht, int do_)
+/* Reference options for a test: no cache, no progress bar. */
+static inline ra_ref_opts tu_ref_opts(void)
 {
-    ra_case_init(c);
-    ck_assert_int_eq(ra_case_set_op(c, "gdn"), RA_OK);
-    tu_new(c, "q", 4, sh->B, sh->T, sh->Hk, sh->K);
-    tu_new(c, "k", 4, sh->B, sh->T, sh->Hk, sh->K);
-    tu_new(c, "v", 4, sh->B, sh->T, sh->Hv, sh->V);
-    tu_new(c, "g", 3, sh->B, sh->T, sh->Hv, 0);
-    tu_new(c, "beta", 3, sh->B, sh->T, sh->Hv, 0);
-    if (h0)
-        tu_new(c, "h0", 4, sh->B, sh->Hv, sh->K, sh->V);
-    if (do_)
-        tu_new(c, "do", 4, sh->B, sh->T, sh->Hv, sh->V);
-    if (dht)
-        tu_new(c, "dht", 4, sh->B, sh->Hv, sh->K, sh->V);
-}
-
-static inline ra_tensor *tu_t(const ra_case *c, const char *name)
-{
-    ra_tensor *t = ra_tensors_find(&c->tensors, name);
-    ck_assert_msg(t != NULL, "tensor %s missing", name);
-    return t;
+    ra_ref_opts o;
+    ra_ref_opts_init(&o);
+    o.use_cache = 0;
+    o.progress = 0;
+    return o;
 }
 
 /* Default-regime-like values: q, k rows of norm about 1, logsigmoid-like
@@ -139,6 +97,14 @@ static inline double tu_normwise_log2(mpfr_srcptr a, mpfr_srcptr b, size_t n)
     }
     mpfr_clears(d, err, scale, (mpfr_ptr)0);
     return r;
+}
+
+/* A gdn case of shape s in f64 (h0, do, dht as `with` asks) with
+   default-regime-like values from seed. */
+static inline void tu_ref_case(ra_case *c, const ra_gdn_shape *s, unsigned with, uint64_t seed)
+{
+    tu_gdn_case(c, s, RA_F64, with);
+    tu_fill_default(c, seed);
 }
 
 #endif

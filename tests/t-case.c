@@ -35,7 +35,7 @@ static void assert_same_case(const ra_case *a, const ra_case *b)
     }
     ck_assert_uint_eq(a->tensors.n, b->tensors.n);
     for (size_t i = 0; i < a->tensors.n; i++)
-        io_assert_same_tensor(a->tensors.items[i], b->tensors.items[i]);
+        tu_assert_same_tensor(a->tensors.items[i], b->tensors.items[i]);
 }
 
 /* --- string maps -------------------------------------------------------------------------- */
@@ -78,8 +78,7 @@ START_TEST(special_kv)
     char big[600];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    io_expect_error(ra_kv_setf(&kv, "long", "%s", big), RA_EINVAL, "'long'", "too long",
-                    (const char *)NULL);
+    tu_expect_error(ra_kv_setf(&kv, "long", "%s", big), RA_EINVAL, "'long'", "too long");
     ck_assert_ptr_null(ra_kv_get(&kv, "long"));
     ra_kv_clear(&kv);
     ra_kv_clear(&cp);
@@ -92,8 +91,7 @@ END_TEST
 START_TEST(data_params)
 {
     ra_case c;
-    ra_case_init(&c);
-    ck_assert_int_eq(ra_case_set_op(&c, "gdn"), RA_OK);
+    tu_case_init(&c, "gdn");
     ck_assert_int_eq(ra_kv_set(&c.params, "scale", "0.125"), RA_OK);
     ck_assert_int_eq(ra_kv_set(&c.params, "l2eps", "1e-6"), RA_OK);
     ck_assert_int_eq(ra_kv_set(&c.params, "neg", "-2.5e-3"), RA_OK);
@@ -130,7 +128,7 @@ START_TEST(data_params)
     ck_assert_int_eq(b, 1);
     ck_assert_str_eq(ra_case_param(&c, "T"), "4096");
     ck_assert_ptr_null(ra_case_param(&c, "absent"));
-    ck_assert_int_eq(io_nerr, 0);
+    ck_assert_int_eq(tu_nerr, 0);
     ra_case_clear(&c);
 }
 END_TEST
@@ -147,18 +145,15 @@ START_TEST(bad_params)
         ck_assert_int_eq(ra_kv_set(&c.params, "scale", bad_d[i]), RA_OK);
         char quoted[32];
         snprintf(quoted, sizeof quoted, "'%s'", bad_d[i]);
-        io_expect_error(ra_case_param_double(&d, &c, "scale", 1.0), RA_EINVAL, "'scale'", quoted,
-                        (const char *)NULL);
+        tu_expect_error(ra_case_param_double(&d, &c, "scale", 1.0), RA_EINVAL, "'scale'", quoted);
     }
     static const char *bad_l[] = {"1.0", "0x10", "12a", "", "99999999999999999999"};
     for (size_t i = 0; i < sizeof bad_l / sizeof bad_l[0]; i++) {
         ck_assert_int_eq(ra_kv_set(&c.params, "T", bad_l[i]), RA_OK);
-        io_expect_error(ra_case_param_int(&l, &c, "T", 1), RA_EINVAL, "'T'", "not an integer",
-                        (const char *)NULL);
+        tu_expect_error(ra_case_param_int(&l, &c, "T", 1), RA_EINVAL, "'T'", "not an integer");
     }
     ck_assert_int_eq(ra_kv_set(&c.params, "l2norm", "maybe"), RA_OK);
-    io_expect_error(ra_case_param_bool(&b, &c, "l2norm", 0), RA_EINVAL, "'l2norm'", "'maybe'",
-                    (const char *)NULL);
+    tu_expect_error(ra_case_param_bool(&b, &c, "l2norm", 0), RA_EINVAL, "'l2norm'", "'maybe'");
     ra_case_clear(&c);
 }
 END_TEST
@@ -167,8 +162,7 @@ END_TEST
 
 static void make_case(ra_case *c)
 {
-    ra_case_init(c);
-    ck_assert_int_eq(ra_case_set_op(c, "gdn"), RA_OK);
+    tu_case_init(c, "gdn");
     ck_assert_int_eq(ra_kv_set(&c->params, "scale", "0.25"), RA_OK);
     ck_assert_int_eq(ra_kv_set(&c->params, "l2norm", "true"), RA_OK);
     ck_assert_int_eq(ra_kv_set(&c->params, "regime", "default"), RA_OK);
@@ -184,7 +178,7 @@ START_TEST(data_save_load)
     ra_case c, back;
     make_case(&c);
     ra_case_init(&back);
-    const char *p = io_tmp("case.safetensors");
+    const char *p = tu_scratch("case.safetensors");
     ck_assert_int_eq(ra_case_save(&c, p), RA_OK);
     ck_assert_int_eq(ra_case_load(&back, p), RA_OK);
     assert_same_case(&c, &back);
@@ -208,7 +202,7 @@ START_TEST(data_save_load)
     ck_assert_int_eq(ra_case_load(&back, p), RA_OK);
     assert_same_case(&c, &back);
     ck_assert_int_eq(io_tmp_count(), 1);
-    ck_assert_int_eq(io_nerr, 0);
+    ck_assert_int_eq(tu_nerr, 0);
     ra_case_clear(&c);
     ra_case_clear(&back);
 }
@@ -242,9 +236,9 @@ START_TEST(bad_files)
     ra_tensors_init(&ts);
     ck_assert_int_eq(ra_tensors_new(&ts, NULL, "x", RA_F32, 0, NULL), RA_OK);
     /* no op */
-    const char *p = io_tmp("noop.safetensors");
+    const char *p = tu_scratch("noop.safetensors");
     ck_assert_int_eq(ra_safetensors_write(p, &ts, NULL), RA_OK);
-    io_expect_error(ra_case_load(&c, p), RA_EFORMAT, p, "no 'op'", (const char *)NULL);
+    tu_expect_error(ra_case_load(&c, p), RA_EFORMAT, p, "no 'op'");
     ck_assert_ptr_null(c.op);
     ck_assert_uint_eq(c.tensors.n, 0);
     ck_assert_uint_eq(c.params.n, 0);
@@ -253,18 +247,17 @@ START_TEST(bad_files)
     ra_kv_init(&meta);
     ck_assert_int_eq(ra_kv_set(&meta, "op", "gdn"), RA_OK);
     ck_assert_int_eq(ra_kv_set(&meta, "recaudit_format", "2"), RA_OK);
-    p = io_tmp("v2.safetensors");
+    p = tu_scratch("v2.safetensors");
     ck_assert_int_eq(ra_safetensors_write(p, &ts, &meta), RA_OK);
-    io_expect_error(ra_case_load(&c, p), RA_EFORMAT, p, "recaudit_format '2'", (const char *)NULL);
+    tu_expect_error(ra_case_load(&c, p), RA_EFORMAT, p, "recaudit_format '2'");
     /* missing file, malformed file: the safetensors layer's message */
-    p = io_tmp("missing.safetensors");
-    io_expect_error(ra_case_load(&c, p), RA_EIO, p, (const char *)NULL);
+    p = tu_scratch("missing.safetensors");
+    tu_expect_error(ra_case_load(&c, p), RA_EIO, p);
     p = io_put("junk.safetensors", "\x01\0\0\0\0\0\0\0{", 9);
-    io_expect_error(ra_case_load(&c, p), RA_EFORMAT, p, "not valid JSON", (const char *)NULL);
+    tu_expect_error(ra_case_load(&c, p), RA_EFORMAT, p, "not valid JSON");
     /* saving needs an op */
     ra_case_clear(&c);
-    io_expect_error(ra_case_save(&c, io_tmp("x.safetensors")), RA_EINVAL, "no operation",
-                    (const char *)NULL);
+    tu_expect_error(ra_case_save(&c, tu_scratch("x.safetensors")), RA_EINVAL, "no operation");
     ra_kv_clear(&meta);
     ra_tensors_clear(&ts);
 }
@@ -277,13 +270,12 @@ START_TEST(regress_reserved_param)
        it is now refused. */
     ra_case c;
     make_case(&c);
-    const char *p = io_tmp("r.safetensors");
+    const char *p = tu_scratch("r.safetensors");
     ck_assert_int_eq(ra_kv_set(&c.params, "op", "glr"), RA_OK);
-    io_expect_error(ra_case_save(&c, p), RA_EINVAL, "'op'", "reserved", (const char *)NULL);
+    tu_expect_error(ra_case_save(&c, p), RA_EINVAL, "'op'", "reserved");
     ra_kv_remove(&c.params, "op");
     ck_assert_int_eq(ra_kv_set(&c.params, "recaudit_format", "9"), RA_OK);
-    io_expect_error(ra_case_save(&c, p), RA_EINVAL, "'recaudit_format'", "reserved",
-                    (const char *)NULL);
+    tu_expect_error(ra_case_save(&c, p), RA_EINVAL, "'recaudit_format'", "reserved");
     ck_assert_int_eq(io_tmp_count(), 0);
     ra_case_clear(&c);
 }
@@ -292,33 +284,11 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("case");
-    TCase *tc = tcase_create("special");
-    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
-    tcase_add_test(tc, special_kv);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("data");
-    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
-    tcase_add_test(tc, data_params);
-    tcase_add_test(tc, data_save_load);
-    tcase_add_test(tc, data_foreign_file);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("bad");
-    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
-    tcase_add_test(tc, bad_params);
-    tcase_add_test(tc, bad_files);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("regress");
-    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
-    tcase_add_test(tc, regress_reserved_param);
-    suite_add_tcase(s, tc);
+    io_tcase(s, "special", special_kv);
+    io_tcase(s, "data", data_params, data_save_load, data_foreign_file);
+    io_tcase(s, "bad", bad_params, bad_files);
+    io_tcase(s, "regress", regress_reserved_param);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(suite()); }

@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,15 +71,6 @@ END_TEST
 /* --- whole references --------------------------------------------------------------------------
  */
 
-static ra_ref_opts opts(void)
-{
-    ra_ref_opts o;
-    ra_ref_opts_init(&o);
-    o.use_cache = 0;
-    o.progress = 0;
-    return o;
-}
-
 static long param_long(const ra_case *c, const char *key)
 {
     const char *v = ra_case_param(c, key);
@@ -114,10 +106,9 @@ START_TEST(data_default_certified)
 {
     const ra_gdn_shape s = {1, 24, 1, 2, 8, 6};
     ra_case c, ref;
-    tu_gdn_case(&c, &s, 1, 1, 1);
-    tu_fill_default(&c, 101);
+    tu_ref_case(&c, &s, TU_H0 | TU_DO | TU_DHT, 101);
     ck_assert_int_eq(ra_kv_set(&c.params, "regime", "hand-made"), RA_OK);
-    ra_ref_opts o = opts();
+    ra_ref_opts o = tu_ref_opts();
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "default case"), RA_OK);
     ck_assert_str_eq(ref.op, "gdn");
     ck_assert_str_eq(ra_case_param(&ref, "certified"), "yes");
@@ -157,7 +148,7 @@ START_TEST(data_default_certified)
     ck_assert_int_eq(cp, 192);
     ra_case_clear(&ref);
     /* no certification: one run, no bits */
-    o = opts();
+    o = tu_ref_opts();
     o.certify = 0;
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "default case"), RA_OK);
     ck_assert_str_eq(ra_case_param(&ref, "certified"), "unchecked");
@@ -183,8 +174,7 @@ END_TEST
 static void lossy_case(ra_case *c)
 {
     const ra_gdn_shape s = {1, 1, 1, 1, 2, 2};
-    tu_gdn_case(c, &s, 1, 1, 1);
-    tu_fill_default(c, 102); /* do, dht, and h0 row 1 stay random */
+    tu_ref_case(c, &s, TU_H0 | TU_DO | TU_DHT, 102); /* do, dht, and h0 row 1 stay random */
     ra_tensor_set(tu_t(c, "g"), 0, 0.0);
     ra_tensor_set(tu_t(c, "beta"), 0, 1.0);
     const double e0[2] = {1.0, 0.0};
@@ -201,7 +191,7 @@ START_TEST(data_lossy_raises_precision)
 {
     ra_case c, ref;
     lossy_case(&c);
-    ra_ref_opts o = opts();
+    ra_ref_opts o = tu_ref_opts();
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "lossy case"), RA_OK);
     ck_assert_int_eq(nrounds(&ref), 2);
     long p, cp, b0 = round_bits(&ref, 0, &p, &cp);
@@ -226,7 +216,7 @@ START_TEST(data_shortfall_reported)
 {
     ra_case c, ref;
     lossy_case(&c);
-    ra_ref_opts o = opts();
+    ra_ref_opts o = tu_ref_opts();
     o.prec_cap = 128; /* no room to raise */
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "lossy case"), RA_OK);
     ck_assert_str_eq(ra_case_param(&ref, "certified"), "no");
@@ -248,13 +238,12 @@ START_TEST(data_raw_keys_low_precision)
 {
     const ra_gdn_shape s = {1, 64, 1, 1, 8, 4};
     ra_case c, ref;
-    tu_gdn_case(&c, &s, 0, 1, 1);
-    tu_fill_default(&c, 103);
+    tu_ref_case(&c, &s, TU_DO | TU_DHT, 103);
     uint64_t st = 7;
     tu_fill(tu_t(&c, "q"), &st, 0, 1);
     tu_fill(tu_t(&c, "k"), &st, 0, 1);
     tu_fill(tu_t(&c, "g"), &st, -2e-3, 0);
-    ra_ref_opts o = opts();
+    ra_ref_opts o = tu_ref_opts();
     o.prec = 64;
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "raw keys"), RA_OK);
     long p, cp;
@@ -275,12 +264,11 @@ START_TEST(special_exact_zeros)
 {
     const ra_gdn_shape s = {1, 8, 1, 2, 4, 4};
     ra_case c, ref;
-    tu_gdn_case(&c, &s, 0, 1, 1);
-    tu_fill_default(&c, 104);
+    tu_ref_case(&c, &s, TU_DO | TU_DHT, 104);
     ra_tensor *beta = tu_t(&c, "beta");
     for (int64_t i = 0; i < beta->numel; i++)
         ra_tensor_set(beta, i, 0.0);
-    ra_ref_opts o = opts();
+    ra_ref_opts o = tu_ref_opts();
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "zeros"), RA_OK);
     static const char *const zero[] = {"o", "ht", "dq", "dk", "dv", "dg"};
     for (int i = 0; i < 6; i++) {
@@ -302,23 +290,20 @@ START_TEST(data_bad_options)
 {
     const ra_gdn_shape s = {1, 2, 1, 1, 2, 2};
     ra_case c, ref;
-    tu_gdn_case(&c, &s, 0, 0, 1);
-    tu_fill_default(&c, 105);
-    ra_ref_opts o = opts();
-    tu_capture();
+    tu_ref_case(&c, &s, TU_DO, 105);
+    ra_ref_opts o = tu_ref_opts();
     o.prec = 52;
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "x"), RA_EINVAL);
-    o = opts();
+    o = tu_ref_opts();
     o.check_prec = 128;
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "x"), RA_EINVAL);
     ck_assert_msg(strstr(tu_msg, "check precision"), "%s", tu_msg);
-    o = opts();
+    o = tu_ref_opts();
     o.prec_cap = 100;
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "x"), RA_EINVAL);
-    o = opts();
+    o = tu_ref_opts();
     o.min_bits = 0;
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "x"), RA_EINVAL);
-    ra_set_error_handler(NULL);
     ra_case_clear(&c);
 }
 END_TEST
@@ -326,25 +311,10 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("certify");
-    TCase *tc = tcase_create("special");
-    tcase_add_test(tc, special_agree_bits);
-    tcase_add_test(tc, special_exact_zeros);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("data");
-    tcase_add_test(tc, data_default_certified);
-    tcase_add_test(tc, data_lossy_raises_precision);
-    tcase_add_test(tc, data_shortfall_reported);
-    tcase_add_test(tc, data_raw_keys_low_precision);
-    tcase_add_test(tc, data_bad_options);
-    suite_add_tcase(s, tc);
+    tu_tcase(s, "special", tu_capture, NULL, special_agree_bits, special_exact_zeros);
+    tu_tcase(s, "data", tu_capture, NULL, data_default_certified, data_lossy_raises_precision,
+             data_shortfall_reported, data_raw_keys_low_precision, data_bad_options);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+int main(void) { return tu_run(suite()); }

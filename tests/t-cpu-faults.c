@@ -10,15 +10,28 @@
 
 #include "cpu-testutil.h"
 
+/* Runs variant on c with and without the fault: exactly the tensors in
+   changed (NULL ended) must differ. */
+static void expect_fault(const ra_case *c, unsigned fault, const char *variant,
+                         const char *const *changed, const char *note)
+{
+    result base, f;
+    char what[128];
+    snprintf(what, sizeof what, "fault 0x%x on %s%s", fault, variant, note);
+    run_variant(&base, variant, c, 0);
+    run_variant(&f, variant, c, fault);
+    expect_changes(&base, &f, changed, what);
+    result_clear(&base), result_clear(&f);
+}
+
 START_TEST(special_faults)
 {
     /* Hv = 2 Hk and a partial last chunk, so every fault has something to
        change; f32 inputs; gates g/16, so that the last chunk reaches dh0
        (with the default gates exp(G) over 64 tokens is ~1e-22 and a change
        in the second chunk cannot show in dh0 in any precision). */
-    gen o = {1, 70, 1, 2, 8, 4, RA_F32, 1, 1, 0, 61, 16};
     ra_case c;
-    make_case(&c, &o);
+    make_case(&c, &(gen){1, 70, 1, 2, 8, 4, RA_F32, 1, 1, 0, 61, 16});
     static const char *const none[] = {NULL};
     static const char *const dbeta[] = {"dbeta", NULL};
     static const char *const ht[] = {"ht", NULL};
@@ -50,15 +63,8 @@ START_TEST(special_faults)
         {RA_FAULT_DK_GROUP_SUM, "gdn.cpu.f64", dk},
         {RA_FAULT_DK_GROUP_SUM, "gdn.cpu.chunk128.bf16.schur", dk},
     };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        result base, f;
-        char what[96];
-        snprintf(what, sizeof what, "fault 0x%x on %s", rows[i].fault, rows[i].variant);
-        run_variant(&base, rows[i].variant, &c, 0);
-        run_variant(&f, rows[i].variant, &c, rows[i].fault);
-        expect_changes(&base, &f, rows[i].changed, what);
-        result_clear(&base), result_clear(&f);
-    }
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        expect_fault(&c, rows[i].fault, rows[i].variant, rows[i].changed, "");
     ra_case_clear(&c);
     /* Where a fault's condition is absent it must change nothing: Hv = Hk
        (no group to sum) and T = 128 (no partial chunk for C = 64 or 128). */
@@ -73,16 +79,8 @@ START_TEST(special_faults)
         {RA_FAULT_TAIL_MASK, "gdn.cpu.chunk64.tf32"},
         {RA_FAULT_TAIL_MASK, "gdn.cpu.chunk128.bf16.schur"},
     };
-    for (size_t i = 0; i < sizeof quiet_rows / sizeof quiet_rows[0]; i++) {
-        result base, f;
-        char what[96];
-        snprintf(what, sizeof what, "fault 0x%x on %s (condition absent)", quiet_rows[i].fault,
-                 quiet_rows[i].variant);
-        run_variant(&base, quiet_rows[i].variant, &c, 0);
-        run_variant(&f, quiet_rows[i].variant, &c, quiet_rows[i].fault);
-        expect_changes(&base, &f, none, what);
-        result_clear(&base), result_clear(&f);
-    }
+    for (size_t i = 0; i < sizeof quiet_rows / sizeof quiet_rows[0]; i++)
+        expect_fault(&c, quiet_rows[i].fault, quiet_rows[i].variant, none, " (condition absent)");
     ra_case_clear(&c);
 }
 END_TEST
@@ -100,9 +98,9 @@ START_TEST(special_fault_values)
     run_variant(&f, "gdn.cpu.chunk64.ieee", &c, RA_FAULT_TAIL_MASK);
     for (int h = 0; h < Hv; h++)
         for (int j = 0; j < V; j++) {
-            ck_assert(at(&f.f, "o", ((T - 1) * Hv + h) * V + j) == 0.0);
-            ck_assert(at(&f.f, "o", ((T - 2) * Hv + h) * V + j) ==
-                      at(&base.f, "o", ((T - 2) * Hv + h) * V + j));
+            ck_assert(tu_at(&f.f, "o", ((T - 1) * Hv + h) * V + j) == 0.0);
+            ck_assert(tu_at(&f.f, "o", ((T - 2) * Hv + h) * V + j) ==
+                      tu_at(&base.f, "o", ((T - 2) * Hv + h) * V + j));
         }
     result_clear(&base), result_clear(&f);
     /* FINAL_STATE_EARLY: ht equals the correct ht of the case cut to T-1 tokens. */
@@ -111,15 +109,16 @@ START_TEST(special_fault_values)
     ra_case c2;
     make_case(&c2, &o2); /* same seed: a different draw order, so copy instead */
     for (size_t i = 0; i < c2.tensors.n; i++) {
-        ra_tensor *x = c2.tensors.items[i], *src = get(&c.tensors, x->name);
+        ra_tensor *x = c2.tensors.items[i], *src = tu_tensor(&c.tensors, x->name);
         memcpy(x->data, src->data, x->nbytes); /* leading T-1 tokens / full states */
     }
     run_variant(&base, "gdn.cpu.f64", &c2, 0);
     run_variant(&f, "gdn.cpu.f64", &c, RA_FAULT_FINAL_STATE_EARLY);
-    ck_assert(identical(get(&base.f, "ht"), get(&f.f, "ht")));
+    ck_assert(identical(tu_tensor(&base.f, "ht"), tu_tensor(&f.f, "ht")));
     result_clear(&f);
     run_variant(&f, "gdn.cpu.chunk64.ieee", &c, RA_FAULT_FINAL_STATE_EARLY);
-    ck_assert_msg(max_rel(get(&f.f, "ht"), get(&base.f, "ht")) < 1e-5, "chunk early ht");
+    ck_assert_msg(max_rel(tu_tensor(&f.f, "ht"), tu_tensor(&base.f, "ht")) < 1e-5,
+                  "chunk early ht");
     result_clear(&base), result_clear(&f);
     ra_case_clear(&c2);
     /* DBETA_TERM: the chunk analogue equals the sequential faulty dbeta. */
@@ -129,23 +128,17 @@ START_TEST(special_fault_values)
     ra_tensors_init(&base.b), ra_tensors_init(&s.b);
     ck_assert_int_eq(ra_cpu_gdn_backward(&cf, &c, &base.b, &run), RA_OK);
     ck_assert_int_eq(ra_cpu_gdn_backward(&seq_f64, &c, &s.b, &run), RA_OK);
-    ck_assert(max_rel(get(&base.b, "dbeta"), get(&s.b, "dbeta")) < 1e-12);
+    ck_assert(max_rel(tu_tensor(&base.b, "dbeta"), tu_tensor(&s.b, "dbeta")) < 1e-12);
     ra_tensors_clear(&base.b), ra_tensors_clear(&s.b);
     ra_case_clear(&c);
 }
 END_TEST
 
-static void quiet(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)reason, (void)file, (void)line, (void)code;
-}
-
 START_TEST(special_errors)
 {
-    gen o = {1, 8, 1, 1, 4, 4, RA_F32, 0, 0, 0, 81, 1};
     ra_case c;
-    make_case(&c, &o);
-    ra_error_handler_t *old = ra_set_error_handler(quiet);
+    make_case(&c, &(gen){1, 8, 1, 1, 4, 4, RA_F32, 0, 0, 0, 81, 1});
+    ra_error_handler_t *old = ra_set_error_handler(tu_handler);
     ra_tensors out;
     ra_tensors_init(&out);
     ra_cpu_gdn_cfg bad = {RA_CPU_CHUNK,        1,      64,    RA_CPU_ROUND_TF32,
@@ -162,7 +155,7 @@ START_TEST(special_errors)
     /* A zero key row with l2eps = 0: normalisation undefined, refused. */
     ra_kv_set(&c.params, "l2norm", "1");
     ra_kv_set(&c.params, "l2eps", "0");
-    ra_tensor *k = get(&c.tensors, "k");
+    ra_tensor *k = tu_tensor(&c.tensors, "k");
     for (int i = 0; i < 4; i++)
         ra_tensor_set(k, 3 * 4 + i, 0.0);
     ck_assert_int_eq(ra_cpu_gdn_forward(&seq_f64, &c, &out, NULL), RA_EINVAL);
@@ -188,19 +181,8 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("cpu-faults");
-    TCase *special = tcase_create("special");
-    tcase_add_test(special, special_faults);
-    tcase_add_test(special, special_fault_values);
-    tcase_add_test(special, special_errors);
-    suite_add_tcase(s, special);
+    tu_tcase(s, "special", NULL, NULL, special_faults, special_fault_values, special_errors);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(suite()); }

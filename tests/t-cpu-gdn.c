@@ -13,6 +13,66 @@
 
 #include "cpu-testutil.h"
 
+/* Values of one input tensor of a hand-made case, stored in dt. */
+typedef struct given {
+    const char *name;
+    ra_dtype dt;
+    const double *x;
+} given;
+
+/* A one-head case (B = Hk = Hv = 1) of T tokens holding exactly the given
+   tensors (the list ends with a NULL name), with scale 0.5. */
+static void hand_case(ra_case *c, int64_t T, int64_t K, int64_t V, const given *in)
+{
+    unsigned with = 0;
+    for (const given *g = in; g->name; g++)
+        with |= !strcmp(g->name, "h0")    ? TU_H0
+                : !strcmp(g->name, "do")  ? TU_DO
+                : !strcmp(g->name, "dht") ? TU_DHT
+                                          : 0;
+    const ra_gdn_shape s = {1, T, 1, 1, K, V};
+    tu_gdn_case(c, &s, RA_F64, with);
+    for (const given *g = in; g->name; g++) { /* same shape, the given dtype and values */
+        const ra_tensor *t = tu_t(c, g->name);
+        int64_t shape[RA_MAX_DIMS];
+        const int nd = t->ndim;
+        memcpy(shape, t->shape, (size_t)nd * sizeof *shape);
+        tu_add(&c->tensors, g->name, g->dt, nd, shape, g->x);
+    }
+    ck_assert_int_eq(ra_kv_set(&c->params, "scale", "0.5"), RA_OK);
+}
+
+/* Closed-form values of one output or gradient (NULL name: the end). */
+typedef struct closed_form {
+    const char *name;
+    const double *e;
+} closed_form;
+
+/* Every CPU variant's forward and backward on c against the closed forms
+   (rel_rms within variant_tol), and the gradients named in zero (NULL
+   ended) exactly 0. */
+static void check_variants(const ra_case *c, const closed_form *want, const char *const *zero)
+{
+    for (size_t vi = 0; vi < ra_cpu_gdn_nvariants; vi++) {
+        const char *name = ra_cpu_gdn_variants[vi].name;
+        const double tol = variant_tol(name);
+        result r;
+        run_variant(&r, name, c, 0);
+        for (const closed_form *w = want; w->name; w++) {
+            const ra_tensor *t = ra_tensors_find(&r.f, w->name);
+            double e = rel_rms_arr(t ? t : tu_tensor(&r.b, w->name), w->e);
+            ck_assert_msg(e <= tol, "%s: %s rel_rms %g > %g", name, w->name, e, tol);
+        }
+        for (const char *const *z = zero; *z; z++) {
+            const ra_tensor *t = tu_tensor(&r.b, *z);
+            for (int64_t i = 0; i < t->numel; i++)
+                ck_assert_msg(ra_tensor_get(t, i) == 0.0, "%s: %s[%lld] != 0", name, *z,
+                              (long long)i);
+        }
+        result_clear(&r);
+    }
+}
+
 /* ----------------------------------------------------- closed forms: beta = 0 */
 
 /*
@@ -27,10 +87,9 @@
 START_TEST(special_beta0)
 {
     const int T = 70, K = 8, V = 4;
-    gen o = {1, T, 1, 1, K, V, RA_F32, 1, 1, 0, 11, 16};
     ra_case c;
-    make_case(&c, &o);
-    ra_tensor *beta = get(&c.tensors, "beta");
+    make_case(&c, &(gen){1, T, 1, 1, K, V, RA_F32, 1, 1, 0, 11, 16});
+    ra_tensor *beta = tu_tensor(&c.tensors, "beta");
     /* Gates divided by 16 (gdiv) so that |G_T| ~ 3: the state then
        carries h0 through all 70 tokens, and exp(G) keeps O(1) condition.
        (With the default gates, |G_T| ~ 56 and an fp32 running sum of 70
@@ -47,13 +106,13 @@ START_TEST(special_beta0)
            *edh0 = calloc(K * V, sizeof *edh0), *edg = calloc(T, sizeof *edg),
            *edb = calloc(T, sizeof *edb), *lam = calloc(K * V, sizeof *lam);
     for (int t = 0; t < T; t++)
-        G[t] = (t ? G[t - 1] : 0) + at(ts, "g", t);
+        G[t] = (t ? G[t - 1] : 0) + tu_at(ts, "g", t);
     const double eT = exp(G[T - 1]);
     double dhh = 0;
     for (int i = 0; i < K * V; i++) {
-        eht[i] = eT * at(ts, "h0", i);
-        edh0[i] = eT * at(ts, "dht", i);
-        dhh += at(ts, "dht", i) * at(ts, "h0", i);
+        eht[i] = eT * tu_at(ts, "h0", i);
+        edh0[i] = eT * tu_at(ts, "dht", i);
+        dhh += tu_at(ts, "dht", i) * tu_at(ts, "h0", i);
     }
     double tailsum = eT * dhh;
     for (int t = T - 1; t >= 0; t--) {
@@ -62,60 +121,42 @@ START_TEST(special_beta0)
         for (int j = 0; j < V; j++) {
             double hq = 0;
             for (int i = 0; i < K; i++)
-                hq += at(ts, "h0", i * V + j) * at(ts, "q", t * K + i);
+                hq += tu_at(ts, "h0", i * V + j) * tu_at(ts, "q", t * K + i);
             eo[t * V + j] = sc * e * hq;
-            qhd += hq * at(ts, "do", t * V + j);
+            qhd += hq * tu_at(ts, "do", t * V + j);
         }
         for (int i = 0; i < K; i++) {
             double hd = 0;
             for (int j = 0; j < V; j++) {
-                hd += at(ts, "h0", i * V + j) * at(ts, "do", t * V + j);
-                edh0[i * V + j] += sc * e * at(ts, "q", t * K + i) * at(ts, "do", t * V + j);
+                hd += tu_at(ts, "h0", i * V + j) * tu_at(ts, "do", t * V + j);
+                edh0[i * V + j] += sc * e * tu_at(ts, "q", t * K + i) * tu_at(ts, "do", t * V + j);
             }
             edq[t * K + i] = sc * e * hd;
         }
         tailsum += sc * e * qhd;
         edg[t] = tailsum;
         /* lambda_t = scale q_t do_t^T + exp(g_{t+1}) lambda_{t+1} */
-        const double a_next = t + 1 < T ? exp(at(ts, "g", t + 1)) : 1.0;
+        const double a_next = t + 1 < T ? exp(tu_at(ts, "g", t + 1)) : 1.0;
         for (int i = 0; i < K; i++)
             for (int j = 0; j < V; j++) {
-                double prev = t + 1 < T ? lam[i * V + j] : at(ts, "dht", i * V + j);
+                double prev = t + 1 < T ? lam[i * V + j] : tu_at(ts, "dht", i * V + j);
                 lam[i * V + j] =
-                    a_next * prev + sc * at(ts, "q", t * K + i) * at(ts, "do", t * V + j);
+                    a_next * prev + sc * tu_at(ts, "q", t * K + i) * tu_at(ts, "do", t * V + j);
             }
         double db = 0;
         for (int j = 0; j < V; j++) {
             double lk = 0, hk = 0;
             for (int i = 0; i < K; i++) {
-                lk += lam[i * V + j] * at(ts, "k", t * K + i);
-                hk += at(ts, "h0", i * V + j) * at(ts, "k", t * K + i);
+                lk += lam[i * V + j] * tu_at(ts, "k", t * K + i);
+                hk += tu_at(ts, "h0", i * V + j) * tu_at(ts, "k", t * K + i);
             }
-            db += lk * (at(ts, "v", t * V + j) - e * hk);
+            db += lk * (tu_at(ts, "v", t * V + j) - e * hk);
         }
         edb[t] = db;
     }
-    for (size_t vi = 0; vi < ra_cpu_gdn_nvariants; vi++) {
-        const char *name = ra_cpu_gdn_variants[vi].name;
-        const double tol = variant_tol(name);
-        result r;
-        run_variant(&r, name, &c, 0);
-        const struct {
-            const char *n;
-            const ra_tensors *set;
-            const double *e;
-        } chk[] = {{"o", &r.f, eo},     {"ht", &r.f, eht}, {"dq", &r.b, edq},
-                   {"dh0", &r.b, edh0}, {"dg", &r.b, edg}, {"dbeta", &r.b, edb}};
-        for (size_t i = 0; i < sizeof chk / sizeof chk[0]; i++) {
-            double e = rel_rms_arr(get(chk[i].set, chk[i].n), chk[i].e);
-            ck_assert_msg(e <= tol, "%s: %s rel_rms %g > %g", name, chk[i].n, e, tol);
-        }
-        for (int i = 0; i < T * K; i++)
-            ck_assert_msg(at(&r.b, "dk", i) == 0.0, "%s: dk[%d] != 0", name, i);
-        for (int i = 0; i < T * V; i++)
-            ck_assert_msg(at(&r.b, "dv", i) == 0.0, "%s: dv[%d] != 0", name, i);
-        result_clear(&r);
-    }
+    const closed_form want[] = {{"o", eo},   {"ht", eht},    {"dq", edq}, {"dh0", edh0},
+                                {"dg", edg}, {"dbeta", edb}, {NULL, NULL}};
+    check_variants(&c, want, (const char *const[]){"dk", "dv", NULL});
     free(G), free(eo), free(eht), free(edq), free(edh0), free(edg), free(edb), free(lam);
     ra_case_clear(&c);
 }
@@ -138,21 +179,18 @@ START_TEST(special_t1)
     const double dht[K * V] = {-0.5, 0.25, 1.0, -1.25, 0.375, 0.5};
     const double dout[V] = {0.75, -1.5}, g = -0.3, b = 0.625, sc = 0.5;
     ra_case c;
-    ra_case_init(&c);
-    ra_case_set_op(&c, "gdn");
-    const int64_t qs[4] = {1, 1, 1, K}, vs[4] = {1, 1, 1, V}, gs[3] = {1, 1, 1},
-                  ss[4] = {1, 1, K, V};
-    add(&c, "q", RA_F32, 4, qs, q);
-    add(&c, "k", RA_F32, 4, qs, k);
-    add(&c, "v", RA_F32, 4, vs, v);
-    add(&c, "g", RA_F32, 3, gs, &g);
-    add(&c, "beta", RA_F32, 3, gs, &b);
-    add(&c, "h0", RA_F32, 4, ss, h0);
-    add(&c, "dht", RA_F32, 4, ss, dht);
-    add(&c, "do", RA_F32, 4, vs, dout);
-    ra_kv_set(&c.params, "scale", "0.5");
+    hand_case(&c, 1, K, V,
+              (const given[]){{"q", RA_F32, q},
+                              {"k", RA_F32, k},
+                              {"v", RA_F32, v},
+                              {"g", RA_F32, &g},
+                              {"beta", RA_F32, &b},
+                              {"h0", RA_F32, h0},
+                              {"dht", RA_F32, dht},
+                              {"do", RA_F32, dout},
+                              {NULL, RA_F64, NULL}});
     /* g was rounded to f32 on storage: use the stored value. */
-    const double as = exp(ra_tensor_get(get(&c.tensors, "g"), 0));
+    const double as = exp(ra_tensor_get(tu_tensor(&c.tensors, "g"), 0));
     double Pm[K * K], S1[K * V], Lam[K * V], eo[V], edq[K], edv[V], edk[K], edh0[K * V];
     for (int i = 0; i < K; i++)
         for (int j = 0; j < K; j++)
@@ -195,24 +233,10 @@ START_TEST(special_t1)
         }
     }
     const double edb = kLv - as * kLHk;
-    for (size_t vi = 0; vi < ra_cpu_gdn_nvariants; vi++) {
-        const char *name = ra_cpu_gdn_variants[vi].name;
-        const double tol = variant_tol(name);
-        result r;
-        run_variant(&r, name, &c, 0);
-        const struct {
-            const char *n;
-            const ra_tensors *set;
-            const double *e;
-        } chk[] = {{"o", &r.f, eo},    {"ht", &r.f, S1},     {"dq", &r.b, edq},
-                   {"dk", &r.b, edk},  {"dv", &r.b, edv},    {"dh0", &r.b, edh0},
-                   {"dg", &r.b, &edg}, {"dbeta", &r.b, &edb}};
-        for (size_t i = 0; i < sizeof chk / sizeof chk[0]; i++) {
-            double e = rel_rms_arr(get(chk[i].set, chk[i].n), chk[i].e);
-            ck_assert_msg(e <= tol, "%s: %s rel_rms %g > %g", name, chk[i].n, e, tol);
-        }
-        result_clear(&r);
-    }
+    const closed_form want[] = {{"o", eo},    {"ht", S1},      {"dq", edq},
+                                {"dk", edk},  {"dv", edv},     {"dh0", edh0},
+                                {"dg", &edg}, {"dbeta", &edb}, {NULL, NULL}};
+    check_variants(&c, want, (const char *const[]){NULL});
     ra_case_clear(&c);
 }
 END_TEST
@@ -245,18 +269,15 @@ START_TEST(special_overwrite)
     for (int i = 0; i < K * V; i++)
         h0[i] = 0.5 * ((i * 5 % 3) - 1);
     ra_case c;
-    ra_case_init(&c);
-    ra_case_set_op(&c, "gdn");
-    const int64_t qs[4] = {1, T, 1, K}, vs[4] = {1, T, 1, V}, gs[3] = {1, T, 1},
-                  ss[4] = {1, 1, K, V};
-    add(&c, "q", RA_BF16, 4, qs, q);
-    add(&c, "k", RA_BF16, 4, qs, k);
-    add(&c, "v", RA_BF16, 4, vs, v);
-    add(&c, "g", RA_F32, 3, gs, g);
-    add(&c, "beta", RA_F32, 3, gs, b);
-    add(&c, "h0", RA_F32, 4, ss, h0);
-    add(&c, "do", RA_BF16, 4, vs, dout);
-    ra_kv_set(&c.params, "scale", "0.5");
+    hand_case(&c, T, K, V,
+              (const given[]){{"q", RA_BF16, q},
+                              {"k", RA_BF16, k},
+                              {"v", RA_BF16, v},
+                              {"g", RA_F32, g},
+                              {"beta", RA_F32, b},
+                              {"h0", RA_F32, h0},
+                              {"do", RA_BF16, dout},
+                              {NULL, RA_F64, NULL}});
     double cm[K][V], eo[T * V], eht[K * V];
     for (int m = 0; m < K; m++)
         for (int j = 0; j < V; j++) {
@@ -287,11 +308,11 @@ START_TEST(special_overwrite)
         ra_tensors_init(&out);
         ck_assert_int_eq(ra_cpu_gdn_forward(cfg, &c, &out, NULL), RA_OK);
         for (int i = 0; i < T * V; i++)
-            ck_assert_msg(at(&out, "o", i) == eo[i], "%s: o[%d] = %.17g, expected %.17g", name, i,
-                          at(&out, "o", i), eo[i]);
+            ck_assert_msg(tu_at(&out, "o", i) == eo[i], "%s: o[%d] = %.17g, expected %.17g", name,
+                          i, tu_at(&out, "o", i), eo[i]);
         for (int i = 0; i < K * V; i++)
-            ck_assert_msg(at(&out, "ht", i) == eht[i], "%s: ht[%d] = %.17g, expected %.17g", name,
-                          i, at(&out, "ht", i), eht[i]);
+            ck_assert_msg(tu_at(&out, "ht", i) == eht[i], "%s: ht[%d] = %.17g, expected %.17g",
+                          name, i, tu_at(&out, "ht", i), eht[i]);
         ra_tensors_clear(&out);
     }
     ra_case_clear(&c);
@@ -310,7 +331,7 @@ static void check_against_seq(const ra_case *c, const ra_cpu_gdn_cfg *cfg, doubl
     run_cfg(&a, cfg, c, 0, 0);
     run_cfg(&r, &seq_f64, c, 0, 0);
     for (int i = 0; i < 2; i++) {
-        double e = max_rel(get(&a.f, fwd_names[i]), get(&r.f, fwd_names[i]));
+        double e = max_rel(tu_tensor(&a.f, fwd_names[i]), tu_tensor(&r.f, fwd_names[i]));
         worst = fmax(worst, e);
         ck_assert_msg(e <= tol, "%s: %s max_rel %g > %g", what, fwd_names[i], e, tol);
     }
@@ -375,10 +396,10 @@ static long double loss(const ra_case *c)
     ra_tensors_init(&out);
     ck_assert_int_eq(ra_cpu_gdn_forward(&seq_f64, c, &out, NULL), RA_OK);
     long double l = 0;
-    const ra_tensor *o = get(&out, "o"), *d = get(&c->tensors, "do");
+    const ra_tensor *o = tu_tensor(&out, "o"), *d = tu_tensor(&c->tensors, "do");
     for (int64_t i = 0; i < o->numel; i++)
         l += (long double)ra_tensor_get(o, i) * ra_tensor_get(d, i);
-    const ra_tensor *ht = get(&out, "ht"), *dht = ra_tensors_find(&c->tensors, "dht");
+    const ra_tensor *ht = tu_tensor(&out, "ht"), *dht = ra_tensors_find(&c->tensors, "dht");
     for (int64_t i = 0; dht && i < ht->numel; i++)
         l += (long double)ra_tensor_get(ht, i) * ra_tensor_get(dht, i);
     ra_tensors_clear(&out);
@@ -396,19 +417,18 @@ static long double loss(const ra_case *c)
 START_TEST(data_fd_f64)
 {
     for (int l2 = 0; l2 < 2; l2++) {
-        gen o = {1, 6, 1, 2, 3, 2, RA_F64, 1, 1, l2, 31 + l2, 1};
         ra_case c;
-        make_case(&c, &o);
+        make_case(&c, &(gen){1, 6, 1, 2, 3, 2, RA_F64, 1, 1, l2, 31 + l2, 1});
         ra_tensors gr;
         ra_tensors_init(&gr);
         ck_assert_int_eq(ra_cpu_gdn_backward(&seq_f64, &c, &gr, NULL), RA_OK);
         static const char *ins[] = {"q", "k", "v", "g", "beta", "h0"};
         double worst = 0;
         for (int n = 0; n < 6; n++) {
-            ra_tensor *x = get(&c.tensors, ins[n]);
+            ra_tensor *x = tu_tensor(&c.tensors, ins[n]);
             char dn[16];
             snprintf(dn, sizeof dn, "d%s", ins[n]);
-            const ra_tensor *dx = get(&gr, dn);
+            const ra_tensor *dx = tu_tensor(&gr, dn);
             double *xd = x->data;
             for (int64_t i = 0; i < x->numel; i++) {
                 const double x0 = xd[i], h = 1e-5 * fmax(1.0, fabs(x0));
@@ -448,17 +468,16 @@ END_TEST
  */
 START_TEST(random_rounding)
 {
-    gen o = {1, 256, 1, 2, 64, 64, RA_F32, 1, 1, 0, 41, 1};
     ra_case c;
-    make_case(&c, &o);
+    make_case(&c, &(gen){1, 256, 1, 2, 64, 64, RA_F32, 1, 1, 0, 41, 1});
     result ref, ie, tf, bf;
     run_variant(&ref, "gdn.cpu.f64", &c, 0);
     run_variant(&ie, "gdn.cpu.chunk64.ieee", &c, 0);
     run_variant(&tf, "gdn.cpu.chunk64.tf32", &c, 0);
     run_variant(&bf, "gdn.cpu.chunk64.bf16", &c, 0);
-    double ie_o = rel_rms(get(&ie.f, "o"), get(&ref.f, "o"));
-    double tf_o = rel_rms(get(&tf.f, "o"), get(&ie.f, "o"));
-    double bf_o = rel_rms(get(&bf.f, "o"), get(&ref.f, "o"));
+    double ie_o = rel_rms(tu_tensor(&ie.f, "o"), tu_tensor(&ref.f, "o"));
+    double tf_o = rel_rms(tu_tensor(&tf.f, "o"), tu_tensor(&ie.f, "o"));
+    double bf_o = rel_rms(tu_tensor(&bf.f, "o"), tu_tensor(&ref.f, "o"));
     if (getenv("RA_TEST_VERBOSE"))
         fprintf(stderr, "rounding: ieee-f64 %.3g  tf32-ieee %.3g  bf16-f64 %.3g\n", ie_o, tf_o,
                 bf_o);
@@ -466,7 +485,7 @@ START_TEST(random_rounding)
     ck_assert_msg(tf_o > 0x1p-14 && tf_o < 0x1p-8, "tf32 vs ieee: %g", tf_o);
     ck_assert_msg(bf_o > 0x1p-10 && bf_o < 0x1p-4, "bf16 vs f64: %g", bf_o);
     for (int i = 0; i < 6; i++) {
-        double e = rel_rms(get(&ie.b, bwd_names[i]), get(&ref.b, bwd_names[i]));
+        double e = rel_rms(tu_tensor(&ie.b, bwd_names[i]), tu_tensor(&ref.b, bwd_names[i]));
         ck_assert_msg(e < 1e-5, "ieee vs f64: %s %g", bwd_names[i], e);
     }
     result_clear(&ref), result_clear(&ie), result_clear(&tf), result_clear(&bf);
@@ -485,20 +504,19 @@ START_TEST(random_inverse)
 {
     for (int alg = 0; alg < 3; alg++) {
         const int n = alg == RA_CPU_INV_SCHUR ? 128 : 64, K = 64;
-        gen o = {1, n, 1, 1, K, 4, RA_F32, 0, 0, 0, 51, 1};
         ra_case c;
-        make_case(&c, &o);
+        make_case(&c, &(gen){1, n, 1, 1, K, 4, RA_F32, 0, 0, 0, 51, 1});
         const ra_tensors *ts = &c.tensors;
         float *a = calloc((size_t)n * n, sizeof *a), *t = malloc((size_t)n * n * sizeof *t);
         double *G = calloc(n, sizeof *G);
         for (int i = 0; i < n; i++)
-            G[i] = (i ? G[i - 1] : 0) + at(ts, "g", i);
+            G[i] = (i ? G[i - 1] : 0) + tu_at(ts, "g", i);
         for (int i = 0; i < n; i++)
             for (int j = 0; j < i; j++) {
                 double kk = 0;
                 for (int d = 0; d < K; d++)
-                    kk += at(ts, "k", i * K + d) * at(ts, "k", j * K + d);
-                a[i * n + j] = (float)(at(ts, "beta", i) * exp(G[i] - G[j]) * kk);
+                    kk += tu_at(ts, "k", i * K + d) * tu_at(ts, "k", j * K + d);
+                a[i * n + j] = (float)(tu_at(ts, "beta", i) * exp(G[i] - G[j]) * kk);
             }
         double res[2];
         for (int m = 0; m < 2; m++) {
@@ -532,9 +550,8 @@ END_TEST
 
 START_TEST(regress_threads)
 {
-    gen o = {2, 40, 1, 3, 8, 4, RA_F32, 1, 1, 1, 71, 1};
     ra_case c;
-    make_case(&c, &o);
+    make_case(&c, &(gen){2, 40, 1, 3, 8, 4, RA_F32, 1, 1, 1, 71, 1});
     const char *names[] = {"gdn.cpu.f32", "gdn.cpu.chunk64.tf32"};
     for (int v = 0; v < 2; v++) {
         result a, b;
@@ -550,30 +567,11 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("cpu-gdn");
-    TCase *special = tcase_create("special");
-    tcase_add_test(special, special_beta0);
-    tcase_add_test(special, special_t1);
-    tcase_add_test(special, special_overwrite);
-    suite_add_tcase(s, special);
-    TCase *data = tcase_create("data");
-    tcase_add_test(data, data_chunk_f64_vs_seq);
-    tcase_add_test(data, data_fd_f64);
-    suite_add_tcase(s, data);
-    TCase *random = tcase_create("random");
-    tcase_add_test(random, random_rounding);
-    tcase_add_test(random, random_inverse);
-    suite_add_tcase(s, random);
-    TCase *regress = tcase_create("regress");
-    tcase_add_test(regress, regress_threads);
-    suite_add_tcase(s, regress);
+    tu_tcase(s, "special", NULL, NULL, special_beta0, special_t1, special_overwrite);
+    tu_tcase(s, "data", NULL, NULL, data_chunk_f64_vs_seq, data_fd_f64);
+    tu_tcase(s, "random", NULL, NULL, random_rounding, random_inverse);
+    tu_tcase(s, "regress", NULL, NULL, regress_threads);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(suite()); }

@@ -31,13 +31,12 @@ START_TEST(file_read_write)
 {
     uint8_t *buf;
     size_t len;
-    const char *missing = io_tmp("missing");
-    io_expect_error(ra_file_read_all(&buf, &len, missing), RA_EIO, missing, "cannot open",
-                    (const char *)NULL);
+    const char *missing = tu_scratch("missing");
+    tu_expect_error(ra_file_read_all(&buf, &len, missing), RA_EIO, missing, "cannot open");
     ck_assert_ptr_null(buf);
-    io_expect_error(ra_file_read_all(&buf, &len, io_dir), RA_EIO, io_dir, "not a regular file",
-                    (const char *)NULL);
-    const char *p = io_tmp("f.bin");
+    tu_expect_error(ra_file_read_all(&buf, &len, tu_scratch_dir), RA_EIO, tu_scratch_dir,
+                    "not a regular file");
+    const char *p = tu_scratch("f.bin");
     uint8_t data[1000];
     for (int i = 0; i < 1000; i++)
         data[i] = (uint8_t)(i * 7);
@@ -56,8 +55,8 @@ START_TEST(file_read_write)
     free(buf);
     ck_assert_int_eq(io_tmp_count(), 1);
     /* A directory that does not exist: I/O error naming the path. */
-    const char *nodir = io_tmp("no/such/file");
-    io_expect_error(ra_file_write_atomic(nodir, data, 4), RA_EIO, nodir, (const char *)NULL);
+    const char *nodir = tu_scratch("no/such/file");
+    tu_expect_error(ra_file_write_atomic(nodir, data, 4), RA_EIO, nodir);
     ck_assert_int_eq(io_tmp_count(), 1);
 }
 END_TEST
@@ -66,14 +65,14 @@ END_TEST
    test runs in its own forked process, so the limit dies with it). */
 static void write_past_limit(size_t n)
 {
-    const char *p = io_tmp("lim.bin");
+    const char *p = tu_scratch("lim.bin");
     io_put("lim.bin", "old", 3);
     uint8_t *big = calloc(n, 1);
     ck_assert_ptr_nonnull(big);
     struct rlimit rl = {1000, 1000};
     signal(SIGXFSZ, SIG_IGN); /* EFBIG instead of a signal */
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
-    io_expect_error(ra_file_write_atomic(p, big, n), RA_EIO, p, "cannot write", (const char *)NULL);
+    tu_expect_error(ra_file_write_atomic(p, big, n), RA_EIO, p, "cannot write");
     free(big);
     uint8_t *buf;
     size_t len;
@@ -103,15 +102,14 @@ START_TEST(file_rename_failure)
 {
     /* The target is a non-empty directory: rename() fails after a good
        write; the temporary must be removed. */
-    const char *d = io_tmp("dir");
+    const char *d = tu_scratch("dir");
     ck_assert_int_eq(mkdir(d, 0755), 0);
     char inner[700];
     snprintf(inner, sizeof inner, "%s/f", d);
     FILE *f = fopen(inner, "w");
     ck_assert_ptr_nonnull(f);
     ck_assert_int_eq(fclose(f), 0);
-    io_expect_error(ra_file_write_atomic(d, (const uint8_t *)"abc", 3), RA_EIO, d,
-                    (const char *)NULL);
+    tu_expect_error(ra_file_write_atomic(d, (const uint8_t *)"abc", 3), RA_EIO, d);
     ck_assert_int_eq(io_tmp_count(), 1);
     ck_assert_int_eq(unlink(inner), 0);
     ck_assert_int_eq(rmdir(d), 0);
@@ -121,24 +119,9 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("file");
-    TCase *tc = tcase_create("data");
-    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
-    tcase_add_test(tc, file_read_write);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("bad");
-    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
-    tcase_add_test(tc, file_write_failure_fwrite);
-    tcase_add_test(tc, file_write_failure_flush);
-    tcase_add_test(tc, file_rename_failure);
-    suite_add_tcase(s, tc);
+    io_tcase(s, "data", file_read_write);
+    io_tcase(s, "bad", file_write_failure_fwrite, file_write_failure_flush, file_rename_failure);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(suite()); }

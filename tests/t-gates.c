@@ -3,7 +3,6 @@
 
 #include <check.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "audit/gates.h"
 #include "audit/suite.h"
 #include "core/status.h"
+#include "testutil.h"
 
 /*
  * Expected selections are worked out by hand from the rule in gates.h
@@ -21,23 +21,6 @@
  * are checked against lists written from the task and SPEC.md (the 11 CPU
  * variant names, the gdn tensors, the seven regimes), not against the code.
  */
-
-static void quiet(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)reason, (void)file, (void)line, (void)code;
-}
-
-static void setup(void) { ra_set_error_handler(quiet); }
-
-/* Asserts that the last error message contains every NULL-ended needle. */
-static void msg_has(const char *first, ...)
-{
-    va_list ap;
-    va_start(ap, first);
-    for (const char *s = first; s; s = va_arg(ap, const char *))
-        ck_assert_msg(strstr(ra_last_error(), s), "message '%s' lacks '%s'", ra_last_error(), s);
-    va_end(ap);
-}
 
 #define HDR "op\tvariant-glob\tdtype\ttensor\tmetric\tthreshold\twhy\n"
 
@@ -99,7 +82,7 @@ START_TEST(special_tie)
     const ra_gate *sel[RA_GATES_MAX_METRICS];
     size_t n;
     ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f32", "f32", "o"), RA_EFORMAT);
-    msg_has("tie.tsv", "lines 2 and 3", "rel_rms", NULL);
+    tu_has(ra_last_error(), "tie.tsv", "lines 2 and 3", "rel_rms");
     /* Only one of them matches gdn.cpu.f64: no tie. */
     ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f64", "f32", "o"), RA_OK);
     ck_assert_uint_eq(n, 1);
@@ -143,7 +126,7 @@ static void refused(const char *text, const char *line, const char *what)
     ra_gates g;
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_parse(&g, text, "bad.tsv"), RA_EFORMAT);
-    msg_has("bad.tsv", line, what, NULL);
+    tu_has(ra_last_error(), "bad.tsv", line, what);
     ra_gates_clear(&g);
 }
 
@@ -188,24 +171,18 @@ END_TEST
    the task statement) and the example plugin with rel_rms and max_rel. */
 START_TEST(data_shipped_gates)
 {
-    static const char *variants[] = {"gdn.cpu.f64",
-                                     "gdn.cpu.f32",
-                                     "gdn.cpu.chunk64.ieee",
-                                     "gdn.cpu.chunk64.tf32",
-                                     "gdn.cpu.chunk64.bf16",
-                                     "gdn.cpu.chunk64.ieee.neumann",
-                                     "gdn.cpu.chunk64.tf32.neumann",
-                                     "gdn.cpu.chunk64.bf16.neumann",
-                                     "gdn.cpu.chunk128.ieee.schur",
-                                     "gdn.cpu.chunk128.tf32.schur",
-                                     "gdn.cpu.chunk128.bf16.schur",
-                                     "gdn.example.f64"};
+    /* the CPU variants, then the example plugin's */
+    const char *variants[13];
+    size_t nv = 0;
+    for (const char *const *v = tu_cpu_variants; *v; v++)
+        variants[nv++] = *v;
+    variants[nv++] = "gdn.example.f64";
     static const char *tensors[] = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dh0"};
     static const char *dtypes[] = {"f64", "f32", "bf16", "f16"};
     ra_gates g;
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_load(&g, NULL), RA_OK);
-    for (size_t v = 0; v < sizeof variants / sizeof *variants; v++)
+    for (size_t v = 0; v < nv; v++)
         for (size_t t = 0; t < sizeof tensors / sizeof *tensors; t++)
             for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++) {
                 const ra_gate *sel[RA_GATES_MAX_METRICS];
@@ -268,7 +245,7 @@ static void suite_refused(const char *row, const char *what)
     ra_suite s;
     ra_suite_init(&s);
     ck_assert_int_ne(ra_suite_parse(&s, text, "bad.tsv"), RA_OK);
-    msg_has("bad.tsv line 2", what, NULL);
+    tu_has(ra_last_error(), "bad.tsv line 2", what);
     ra_suite_clear(&s);
 }
 
@@ -336,7 +313,7 @@ START_TEST(data_shipped_suites)
     /* A missing suite names what it looked for. */
     ra_suite_init(&s);
     ck_assert_int_eq(ra_suite_load(&s, "nosuch"), RA_ENOTFOUND);
-    msg_has("suites/nosuch.tsv", NULL);
+    tu_has(ra_last_error(), "suites/nosuch.tsv");
     ra_suite_clear(&s);
 }
 END_TEST
@@ -344,29 +321,11 @@ END_TEST
 static Suite *gates_suite(void)
 {
     Suite *s = suite_create("gates");
-    TCase *special = tcase_create("special");
-    tcase_add_checked_fixture(special, setup, NULL);
-    tcase_add_test(special, special_selection);
-    tcase_add_test(special, special_tie);
-    tcase_add_test(special, special_pass);
-    tcase_add_test(special, special_suite_parse);
-    suite_add_tcase(s, special);
-    TCase *data = tcase_create("data");
-    tcase_add_checked_fixture(data, setup, NULL);
-    tcase_add_test(data, data_refusals);
-    tcase_add_test(data, data_crlf);
-    tcase_add_test(data, data_shipped_gates);
-    tcase_add_test(data, data_suite_refusals);
-    tcase_add_test(data, data_shipped_suites);
-    suite_add_tcase(s, data);
+    tu_tcase(s, "special", tu_capture, NULL, special_selection, special_tie, special_pass,
+             special_suite_parse);
+    tu_tcase(s, "data", tu_capture, NULL, data_refusals, data_crlf, data_shipped_gates,
+             data_suite_refusals, data_shipped_suites);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(gates_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(gates_suite()); }

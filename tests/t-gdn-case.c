@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/gdn_case.h"
+#include "testutil.h"
 
 /*
  * Cases are built by hand here (tensor by tensor, shapes from SPEC.md
@@ -15,28 +16,6 @@
  * tensor (and axis or element) or the shape field at fault.  Expected
  * multi-indices and defaults are worked out in the comments.
  */
-
-static int errors_seen;
-static void quiet_handler(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)reason, (void)file, (void)line, (void)code;
-    errors_seen++;
-}
-
-static void setup(void)
-{
-    ra_set_error_handler(quiet_handler);
-    errors_seen = 0;
-}
-
-/* Asserts that the last error message holds every one of the strings. */
-static void msg_has(const char *a, const char *b)
-{
-    const char *m = ra_last_error();
-    ck_assert_msg(strstr(m, a) != NULL, "message '%s' lacks '%s'", m, a);
-    if (b)
-        ck_assert_msg(strstr(m, b) != NULL, "message '%s' lacks '%s'", m, b);
-}
 
 /* --- shapes ------------------------------------------------------------------ */
 
@@ -57,7 +36,7 @@ START_TEST(special_shape_accepts)
     ra_gdn_shape t;
     ck_assert_int_eq(ra_gdn_shape_parse(&t, buf), RA_OK);
     ck_assert(memcmp(&s, &t, sizeof s) == 0);
-    ck_assert_int_eq(errors_seen, 0);
+    ck_assert_int_eq(tu_nerr, 0);
 }
 END_TEST
 
@@ -88,54 +67,36 @@ START_TEST(special_shape_refuses)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_msg(ra_gdn_shape_parse(&s, bad[i].text) == RA_EINVAL, "accepted '%s'",
                       bad[i].text);
-        msg_has(bad[i].m1, bad[i].m2);
+        tu_has(ra_last_error(), bad[i].m1, bad[i].m2);
     }
     ck_assert_int_eq(ra_gdn_shape_parse(&s, NULL), RA_EINVAL);
-    ck_assert_int_eq(errors_seen, (int)(sizeof bad / sizeof bad[0]) + 1);
+    ck_assert_int_eq(tu_nerr, (int)(sizeof bad / sizeof bad[0]) + 1);
 }
 END_TEST
 
 /* --- problems ------------------------------------------------------------------- */
 
-enum { WITH_H0 = 1, WITH_DO = 2, WITH_DHT = 4 };
-
-/* A valid case B=1, T=3, Hk=1, Hv=2, K=4, V=5, all f32 and 0.25. */
+/* A valid case B=1, T=3, Hk=1, Hv=2, K=4, V=5, all f32 and 0.25; h0, do,
+   dht as `with` (TU_H0, TU_DO, TU_DHT) asks. */
 static void make_case(ra_case *c, unsigned with)
 {
-    ra_case_init(c);
-    ck_assert_int_eq(ra_case_set_op(c, "gdn"), RA_OK);
-    const int64_t qk[4] = {1, 3, 1, 4}, vv[4] = {1, 3, 2, 5}, gate[3] = {1, 3, 2},
-                  st[4] = {1, 2, 4, 5};
-    struct {
-        const char *name;
-        int ndim;
-        const int64_t *shape;
-        unsigned need;
-    } ts[] = {{"q", 4, qk, 0},        {"k", 4, qk, 0},         {"v", 4, vv, 0},
-              {"g", 3, gate, 0},      {"beta", 3, gate, 0},    {"h0", 4, st, WITH_H0},
-              {"do", 4, vv, WITH_DO}, {"dht", 4, st, WITH_DHT}};
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
-        if (ts[i].need && !(with & ts[i].need))
-            continue;
-        ra_tensor *t;
-        ck_assert_int_eq(
-            ra_tensors_new(&c->tensors, &t, ts[i].name, RA_F32, ts[i].ndim, ts[i].shape), RA_OK);
-        for (int64_t j = 0; j < t->numel; j++)
-            ra_tensor_set(t, j, 0.25);
-    }
+    const ra_gdn_shape s = {1, 3, 1, 2, 4, 5};
+    tu_gdn_case(c, &s, RA_F32, with);
+    for (size_t i = 0; i < c->tensors.n; i++)
+        for (int64_t j = 0; j < c->tensors.items[i]->numel; j++)
+            ra_tensor_set(c->tensors.items[i], j, 0.25);
 }
 
 /* Replaces tensor `name` by a zero tensor of another shape. */
 static void reshape(ra_case *c, const char *name, int ndim, const int64_t *shape)
 {
-    ra_tensor *t;
-    ck_assert_int_eq(ra_tensors_new(&c->tensors, &t, name, RA_F32, ndim, shape), RA_OK);
+    tu_add(&c->tensors, name, RA_F32, ndim, shape, NULL);
 }
 
 START_TEST(special_problem_valid)
 {
     ra_case c;
-    make_case(&c, WITH_H0 | WITH_DO | WITH_DHT);
+    make_case(&c, TU_H0 | TU_DO | TU_DHT);
     ra_gdn_problem p;
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, RA_GDN_NEED_COTANGENTS, "case.st"), RA_OK);
     ck_assert(p.s.B == 1 && p.s.T == 3 && p.s.Hk == 1 && p.s.Hv == 2 && p.s.K == 4 && p.s.V == 5);
@@ -156,7 +117,7 @@ START_TEST(special_problem_valid)
     make_case(&c, 0);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, NULL), RA_OK);
     ck_assert(p.h0 == NULL && p.do_ == NULL && p.dht == NULL);
-    ck_assert_int_eq(errors_seen, 0);
+    ck_assert_int_eq(tu_nerr, 0);
     ra_case_clear(&c);
     /* Grouped value heads: Hk = 2, Hv = 4; value head 3 reads key head
        3 / (4 / 2) = 1. */
@@ -171,24 +132,24 @@ START_TEST(special_problem_missing)
     const char *req[] = {"q", "k", "v", "g", "beta"};
     for (int i = 0; i < 5; i++) {
         ra_case c;
-        make_case(&c, WITH_DO);
+        make_case(&c, TU_DO);
         ra_tensor_free(ra_tensors_take(&c.tensors, req[i]));
         ra_gdn_problem p;
         ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "in.st"), RA_ENOTFOUND);
         char want[32];
         snprintf(want, sizeof want, "'%s'", req[i]);
-        msg_has("in.st", want);
+        tu_has(ra_last_error(), "in.st", want);
         ra_case_clear(&c);
     }
     ra_case c;
     make_case(&c, 0);
     ra_gdn_problem p;
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, RA_GDN_NEED_COTANGENTS, "in.st"), RA_ENOTFOUND);
-    msg_has("in.st", "'do'");
+    tu_has(ra_last_error(), "in.st", "'do'");
     /* Wrong operation. */
     ck_assert_int_eq(ra_case_set_op(&c, "glr"), RA_OK);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "in.st"), RA_EINVAL);
-    msg_has("'glr'", "'gdn'");
+    tu_has(ra_last_error(), "'glr'", "'gdn'");
     ra_case_clear(&c);
     make_case(&c, 0);
     free(c.op);
@@ -220,7 +181,7 @@ START_TEST(special_problem_shapes)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ra_case c;
-        make_case(&c, WITH_H0 | WITH_DO | WITH_DHT);
+        make_case(&c, TU_H0 | TU_DO | TU_DHT);
         reshape(&c, bad[i].name, bad[i].ndim, bad[i].shape);
         if (i == sizeof bad / sizeof bad[0] - 1) { /* q, k with Hk = 2 */
             const int64_t qk[4] = {1, 3, 2, 4};
@@ -229,8 +190,8 @@ START_TEST(special_problem_shapes)
         }
         ra_gdn_problem p;
         ck_assert_msg(ra_gdn_problem_init(&p, &c, 0, "x.st") == RA_EINVAL, "accepted case %zu", i);
-        msg_has(bad[i].m1, bad[i].m2);
-        msg_has("x.st", NULL);
+        tu_has(ra_last_error(), bad[i].m1, bad[i].m2);
+        tu_has(ra_last_error(), "x.st");
         ra_case_clear(&c);
     }
 }
@@ -239,44 +200,44 @@ END_TEST
 START_TEST(special_problem_values)
 {
     ra_case c;
-    make_case(&c, WITH_H0 | WITH_DO);
+    make_case(&c, TU_H0 | TU_DO);
     ra_gdn_problem p;
     /* v [1, 3, 2, 5]: element [0, 2, 1, 3] is flat ((0*3 + 2)*2 + 1)*5 + 3 = 28. */
     ra_tensor *v = ra_tensors_find(&c.tensors, "v");
     ra_tensor_set(v, 28, NAN);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "n.st"), RA_EINVAL);
-    msg_has("'v' element [0, 2, 1, 3] is NaN", "n.st");
+    tu_has(ra_last_error(), "'v' element [0, 2, 1, 3] is NaN", "n.st");
     ra_tensor_set(v, 28, 1.0);
     /* g [1, 3, 2]: [0, 1, 1] is flat 3. */
     ra_tensor_set(ra_tensors_find(&c.tensors, "g"), 3, INFINITY);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "n.st"), RA_EINVAL);
-    msg_has("'g' element [0, 1, 1] is +Inf", NULL);
+    tu_has(ra_last_error(), "'g' element [0, 1, 1] is +Inf");
     ra_tensor_set(ra_tensors_find(&c.tensors, "g"), 3, 0.0);
     /* h0 [1, 2, 4, 5]: the last element [0, 1, 3, 4] is flat 39. */
     ra_tensor_set(ra_tensors_find(&c.tensors, "h0"), 39, -INFINITY);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "n.st"), RA_EINVAL);
-    msg_has("'h0' element [0, 1, 3, 4] is -Inf", NULL);
+    tu_has(ra_last_error(), "'h0' element [0, 1, 3, 4] is -Inf");
     ra_tensor_set(ra_tensors_find(&c.tensors, "h0"), 39, 0.0);
     /* Cotangents are checked too. */
     ra_tensor_set(ra_tensors_find(&c.tensors, "do"), 0, NAN);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "n.st"), RA_EINVAL);
-    msg_has("'do' element [0, 0, 0, 0] is NaN", NULL);
+    tu_has(ra_last_error(), "'do' element [0, 0, 0, 0] is NaN");
     ra_tensor_set(ra_tensors_find(&c.tensors, "do"), 0, 0.0);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "n.st"), RA_OK);
     /* Malformed parameters name the parameter. */
     ck_assert_int_eq(ra_kv_set(&c.params, "l2norm", "maybe"), RA_OK);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "n.st"), RA_EINVAL);
-    msg_has("'l2norm'", "'maybe'");
+    tu_has(ra_last_error(), "'l2norm'", "'maybe'");
     ra_kv_remove(&c.params, "l2norm");
     ck_assert_int_eq(ra_kv_set(&c.params, "scale", "abc"), RA_OK);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "n.st"), RA_EINVAL);
-    msg_has("'scale'", "'abc'");
+    tu_has(ra_last_error(), "'scale'", "'abc'");
     ck_assert_int_eq(ra_kv_set(&c.params, "scale", "inf"), RA_OK);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "n.st"), RA_EINVAL);
     ra_kv_remove(&c.params, "scale");
     ck_assert_int_eq(ra_kv_set(&c.params, "l2eps", "-1e-6"), RA_OK);
     ck_assert_int_eq(ra_gdn_problem_init(&p, &c, 0, "n.st"), RA_EINVAL);
-    msg_has("'l2eps'", NULL);
+    tu_has(ra_last_error(), "'l2eps'");
     ra_case_clear(&c);
 }
 END_TEST
@@ -284,23 +245,10 @@ END_TEST
 static Suite *gdn_case_suite(void)
 {
     Suite *s = suite_create("gdn-case");
-    TCase *tc = tcase_create("special");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, special_shape_accepts);
-    tcase_add_test(tc, special_shape_refuses);
-    tcase_add_test(tc, special_problem_valid);
-    tcase_add_test(tc, special_problem_missing);
-    tcase_add_test(tc, special_problem_shapes);
-    tcase_add_test(tc, special_problem_values);
-    suite_add_tcase(s, tc);
+    tu_tcase(s, "special", tu_capture, NULL, special_shape_accepts, special_shape_refuses,
+             special_problem_valid, special_problem_missing, special_problem_shapes,
+             special_problem_values);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(gdn_case_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(gdn_case_suite()); }

@@ -11,6 +11,7 @@
 
 #include "core/gen_gdn.h"
 #include "core/rng.h"
+#include "testutil.h"
 
 /*
  * Independent sources of expected values: the documented construction
@@ -22,19 +23,6 @@
  * gated delta rule forward written here from SPEC.md section 1.
  * Sample statistics are checked at 5 standard errors.
  */
-
-static int errors_seen;
-static void quiet_handler(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)reason, (void)file, (void)line, (void)code;
-    errors_seen++;
-}
-
-static void setup(void)
-{
-    ra_set_error_handler(quiet_handler);
-    errors_seen = 0;
-}
 
 static ra_gdn_gen_opts opts(int64_t B, int64_t T, int64_t Hk, int64_t Hv, int64_t K, int64_t V,
                             ra_dtype dt, const char *regime, uint64_t seed, int h0)
@@ -49,17 +37,10 @@ static void gen(ra_case *c, const ra_gdn_gen_opts *o)
     ck_assert_msg(ra_gdn_generate(c, o) == RA_OK, "generate: %s", ra_last_error());
 }
 
-static const ra_tensor *get(const ra_case *c, const char *name)
-{
-    const ra_tensor *t = ra_tensors_find(&c->tensors, name);
-    ck_assert_msg(t != NULL, "missing tensor %s", name);
-    return t;
-}
-
 static void check_tensor(const ra_case *c, const char *name, ra_dtype dt, int ndim,
                          const int64_t *shape)
 {
-    const ra_tensor *t = get(c, name);
+    const ra_tensor *t = tu_t(c, name);
     ck_assert_msg(t->dtype == dt, "%s dtype %s", name, ra_dtype_name(t->dtype));
     ck_assert_msg(ra_shape_equal(t->ndim, t->shape, ndim, shape), "%s shape", name);
 }
@@ -104,7 +85,7 @@ START_TEST(special_refusals)
     o.shape.K = 8;
     o.dtype = (ra_dtype)7;
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_EINVAL);
-    ck_assert_int_eq(errors_seen, 6);
+    ck_assert_int_eq(tu_nerr, 6);
     /* Nothing was filled by the refusals; a non-empty case is refused. */
     ck_assert(c.op == NULL && c.tensors.n == 0 && c.params.n == 0);
     o.dtype = RA_F32;
@@ -203,14 +184,14 @@ START_TEST(data_streams)
     double *q = draw_normal(seed, "q", nq, 1.0), *k = draw_normal(seed, "k", nq, 1.0);
     ra_gen_l2_normalize_rows(q, nq / 64, 64);
     ra_gen_l2_normalize_rows(k, nq / 64, 64);
-    expect_rounded(get(&c, "q"), q);
-    expect_rounded(get(&c, "k"), k);
+    expect_rounded(tu_t(&c, "q"), q);
+    expect_rounded(tu_t(&c, "k"), k);
     double *v = draw_normal(seed, "v", nv, 1.0), *d = draw_normal(seed, "do", nv, 1.0);
-    expect_rounded(get(&c, "v"), v);
-    expect_rounded(get(&c, "do"), d);
+    expect_rounded(tu_t(&c, "v"), v);
+    expect_rounded(tu_t(&c, "do"), d);
     double *h0 = draw_normal(seed, "h0", ns, 1.0), *dht = draw_normal(seed, "dht", ns, 1.0);
-    expect_rounded(get(&c, "h0"), h0);
-    expect_rounded(get(&c, "dht"), dht);
+    expect_rounded(tu_t(&c, "h0"), h0);
+    expect_rounded(tu_t(&c, "dht"), dht);
     double *g = malloc(ng * sizeof *g), *b = malloc(ng * sizeof *b);
     ra_rng *r;
     ck_assert_int_eq(ra_rng_new(&r, seed, "g"), RA_OK);
@@ -219,15 +200,15 @@ START_TEST(data_streams)
     ck_assert_int_eq(ra_rng_new(&r, seed, "beta"), RA_OK);
     ra_gen_sigmoid_normal(b, ng, r, 0.0, 1.0);
     ra_rng_free(r);
-    expect_rounded(get(&c, "g"), g);
-    expect_rounded(get(&c, "beta"), b);
+    expect_rounded(tu_t(&c, "g"), g);
+    expect_rounded(tu_t(&c, "beta"), b);
     ra_case_clear(&c);
     /* Other regimes draw q from the same stream: zero-gate's q is
        default's; tail's too; raw-keys draws Uniform(0,1), unnormalised. */
     o = opts(2, 600, 1, 2, 64, 8, RA_BF16, "zero-gate", seed, 0);
     gen(&c, &o);
-    expect_rounded(get(&c, "q"), q);
-    const ra_tensor *gz = get(&c, "g");
+    expect_rounded(tu_t(&c, "q"), q);
+    const ra_tensor *gz = tu_t(&c, "g");
     for (int64_t i = 0; i < gz->numel; i++)
         ck_assert(ra_tensor_get(gz, i) == 0.0 && !signbit(ra_tensor_get(gz, i)));
     ra_case_clear(&c);
@@ -236,7 +217,7 @@ START_TEST(data_streams)
     ck_assert_int_eq(ra_rng_new(&r, seed, "k"), RA_OK);
     ra_gen_uniform(k, 7 * 64, r, 0.0, 1.0);
     ra_rng_free(r);
-    expect_rounded(get(&c, "k"), k);
+    expect_rounded(tu_t(&c, "k"), k);
     ra_case_clear(&c);
     free(q), free(k), free(v), free(d), free(h0), free(dht), free(g), free(b);
 }
@@ -250,17 +231,12 @@ START_TEST(data_deterministic)
         ra_gdn_gen_opts o = opts(1, 33, 2, 4, 16, 8, RA_F16, regs[i], 5, 1);
         gen(&a, &o);
         gen(&b, &o);
-        ck_assert_uint_eq(a.tensors.n, b.tensors.n);
-        for (size_t j = 0; j < a.tensors.n; j++) {
-            const ra_tensor *x = a.tensors.items[j], *y = b.tensors.items[j];
-            ck_assert_str_eq(x->name, y->name);
-            ck_assert(x->nbytes == y->nbytes && memcmp(x->data, y->data, x->nbytes) == 0);
-        }
+        tu_assert_same_tensors(&a.tensors, &b.tensors);
         ra_case_clear(&b);
         /* Another seed, other numbers. */
         o.seed = 6;
         gen(&b, &o);
-        ck_assert(memcmp(get(&a, "v")->data, get(&b, "v")->data, get(&a, "v")->nbytes) != 0);
+        ck_assert(memcmp(tu_t(&a, "v")->data, tu_t(&b, "v")->data, tu_t(&a, "v")->nbytes) != 0);
         ra_case_clear(&a);
         ra_case_clear(&b);
     }
@@ -280,7 +256,7 @@ START_TEST(data_unit_rows)
         gen(&c, &o);
         const char *nm[2] = {"q", "k"};
         for (int w = 0; w < 2; w++) {
-            const ra_tensor *t = get(&c, nm[w]);
+            const ra_tensor *t = tu_t(&c, nm[w]);
             for (int64_t row = 0; row < t->numel / 20; row++) {
                 long double s = 0;
                 for (int64_t i = 0; i < 20; i++) {
@@ -298,7 +274,7 @@ START_TEST(data_unit_rows)
     ra_case c;
     ra_gdn_gen_opts o = opts(1, 50, 1, 1, 24, 4, RA_BF16, "raw-keys", 8, 0);
     gen(&c, &o);
-    const ra_tensor *k = get(&c, "k");
+    const ra_tensor *k = tu_t(&c, "k");
     long double s = 0;
     for (int64_t i = 0; i < k->numel; i++) {
         double x = ra_tensor_get(k, i);
@@ -357,14 +333,14 @@ START_TEST(random_default_distributions)
     /* g = logsigmoid(Z): mean and variance by quadrature. */
     double m1 = integral(logsig_phi, 1), m2 = integral(logsig_phi, 2);
     double sd = sqrt(m2 - m1 * m1), mean, var;
-    const ra_tensor *g = get(&c, "g");
+    const ra_tensor *g = tu_t(&c, "g");
     moments(g, &mean, &var);
     ck_assert_msg(fabs(mean - m1) < 5 * sd / sqrt((double)g->numel), "g mean %g vs %g", mean, m1);
     for (int64_t i = 0; i < g->numel; i++)
         ck_assert(ra_tensor_get(g, i) < 0.0);
     /* beta = sigmoid(Z): mean 1/2 by symmetry, sd by quadrature. */
     double b2 = integral(sig_phi, 2);
-    const ra_tensor *b = get(&c, "beta");
+    const ra_tensor *b = tu_t(&c, "beta");
     moments(b, &mean, &var);
     ck_assert_msg(fabs(mean - 0.5) < 5 * sqrt(b2 - 0.25) / sqrt((double)b->numel), "beta mean %g",
                   mean);
@@ -373,7 +349,7 @@ START_TEST(random_default_distributions)
     /* v, do, h0, dht ~ N(0,1). */
     const char *nm[] = {"v", "do", "h0", "dht"};
     for (int i = 0; i < 4; i++) {
-        const ra_tensor *t = get(&c, nm[i]);
+        const ra_tensor *t = tu_t(&c, nm[i]);
         double n = (double)t->numel;
         moments(t, &mean, &var);
         ck_assert_msg(fabs(mean) < 5 / sqrt(n), "%s mean %g", nm[i], mean);
@@ -392,7 +368,7 @@ START_TEST(random_decay_regimes)
         ra_case c;
         ra_gdn_gen_opts o = opts(2, 300, 1, 4, 4, 4, RA_BF16, regs[r], 22, 0);
         gen(&c, &o);
-        const ra_tensor *g = get(&c, "g");
+        const ra_tensor *g = tu_t(&c, "g");
         double mean, var;
         moments(g, &mean, &var);
         double n = (double)g->numel;
@@ -459,7 +435,7 @@ START_TEST(random_large_state)
     /* f16: v stays finite (clipped at 65504), its scale is 2^15. */
     ra_gdn_gen_opts o = opts(1, 64, 1, 2, 16, 16, RA_F16, "large-state", 3, 1);
     gen(&c, &o);
-    const ra_tensor *v = get(&c, "v");
+    const ra_tensor *v = tu_t(&c, "v");
     double vmax = 0, mean, var;
     for (int64_t i = 0; i < v->numel; i++) {
         ck_assert(isfinite(ra_tensor_get(v, i)));
@@ -469,7 +445,7 @@ START_TEST(random_large_state)
     /* With h0 = 2^17 N(0,1) the state passes the fp16 range. */
     double smax = max_state(&c);
     ck_assert_msg(smax > 65504.0, "max |S| = %g", smax);
-    moments(get(&c, "h0"), &mean, &var);
+    moments(tu_t(&c, "h0"), &mean, &var);
     /* Normal sample sd: relative standard error 1/sqrt(2n). */
     ck_assert_msg(fabs(sqrt(var) / 0x1p17 - 1) < 5 / sqrt(2.0 * 512), "h0 sd %g", sqrt(var));
     ra_case_clear(&c);
@@ -483,7 +459,7 @@ START_TEST(random_large_state)
     /* f32: v unclipped, sd 2^15. */
     o = opts(1, 64, 1, 4, 16, 16, RA_F32, "large-state", 3, 0);
     gen(&c, &o);
-    moments(get(&c, "v"), &mean, &var);
+    moments(tu_t(&c, "v"), &mean, &var);
     ck_assert_msg(fabs(sqrt(var) / 0x1p15 - 1) < 5 / sqrt(2.0 * 4096), "v sd %g", sqrt(var));
     ra_case_clear(&c);
 }
@@ -492,32 +468,12 @@ END_TEST
 static Suite *gen_suite(void)
 {
     Suite *s = suite_create("gen-gdn");
-    TCase *tc = tcase_create("special");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, special_regime_table);
-    tcase_add_test(tc, special_refusals);
-    tcase_add_test(tc, special_layout_and_metadata);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("data");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, data_streams);
-    tcase_add_test(tc, data_deterministic);
-    tcase_add_test(tc, data_unit_rows);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("random");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, random_default_distributions);
-    tcase_add_test(tc, random_decay_regimes);
-    tcase_add_test(tc, random_large_state);
-    suite_add_tcase(s, tc);
+    tu_tcase(s, "special", tu_capture, NULL, special_regime_table, special_refusals,
+             special_layout_and_metadata);
+    tu_tcase(s, "data", tu_capture, NULL, data_streams, data_deterministic, data_unit_rows);
+    tu_tcase(s, "random", tu_capture, NULL, random_default_distributions, random_decay_regimes,
+             random_large_state);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(gen_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(gen_suite()); }

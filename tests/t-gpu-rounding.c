@@ -9,6 +9,7 @@
 #include "core/tensor.h"
 #include "gpu/device.h"
 #include "gpu/rounding_probe.h"
+#include "testutil.h"
 
 /*
  * The chunked CPU variants claim the rounding points of the GPU kernels they
@@ -28,89 +29,96 @@ static uint32_t lcg(void)
     return lcg_state;
 }
 
-static float from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint32_t to_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
 static float *inputs;
 static size_t ninputs;
 
 static void make_inputs(void)
 {
     static const uint32_t edges[] = {
-        0x00000000u, 0x80000000u, 0x3F800000u, 0x3F801000u, /* TF32 tie above 1 */
-        0x3F803000u, 0x3F800FFFu, 0x3F808000u, /* bf16 tie above 1 */
-        0x3F818000u, 0x3F807FFFu, 0x7F7FFFFFu, /* FLT_MAX */
+        0x00000000u, 0x80000000u, 0x3F800000u, 0x3F801000u,              /* TF32 tie above 1 */
+        0x3F803000u, 0x3F800FFFu, 0x3F808000u,                           /* bf16 tie above 1 */
+        0x3F818000u, 0x3F807FFFu, 0x7F7FFFFFu,                           /* FLT_MAX */
         0x7F7FF000u, 0x7F7FEFFFu, 0x7F7F8000u, 0x7F7F7FFFu, 0x00000001u, /* min subnormal */
-        0x00001000u, 0x00800000u, 0x007FFFFFu, 0x477FF000u, /* f16 max + half ulp */
+        0x00001000u, 0x00800000u, 0x007FFFFFu, 0x477FF000u,              /* f16 max + half ulp */
         0x477FEFFFu, 0x33000000u, /* 2^-25: f16 half of min subnormal */
-        0x33000001u, 0x33400000u, 0x387FE000u, 0x387FF000u, 0x7F800000u, 0xFF800000u,
-        0xBF801000u, 0xBF808000u, 0xC77FF000u,
+        0x33000001u, 0x33400000u, 0x387FE000u, 0x387FF000u, 0x7F800000u,
+        0xFF800000u, 0xBF801000u, 0xBF808000u, 0xC77FF000u,
     };
     size_t ne = sizeof edges / sizeof edges[0];
     ninputs = ne + NRANDOM;
     inputs = malloc(ninputs * sizeof *inputs);
     for (size_t i = 0; i < ne; i++)
-        inputs[i] = from_bits(edges[i]);
+        inputs[i] = tu_bitsf(edges[i]);
     for (size_t i = ne; i < ninputs; i++) {
         uint32_t u;
         do
             u = lcg();
         while (((u >> 23) & 0xFF) == 0xFF); /* finite only; NaN payloads are not compared */
-        inputs[i] = from_bits(u);
+        inputs[i] = tu_bitsf(u);
     }
 }
 
-START_TEST(test_cvt_tf32)
+/* The three conversions: the device's results are `size` bytes each; the
+   CPU emulation's are returned as a bit pattern. */
+enum { TF32, BF16, F16 };
+
+static uint32_t cpu_tf32(float x) { return tu_fbits(ra_round_tf32_rna(x)); }
+static uint32_t cpu_bf16(float x) { return ra_double_to_bf16(x); }
+static uint32_t cpu_f16(float x) { return ra_double_to_f16(x); }
+
+static const struct cvt {
+    const char *name;
+    size_t size;
+    uint32_t (*cpu)(float x);
+} cvts[] = {[TF32] = {"tf32", sizeof(float), cpu_tf32},
+            [BF16] = {"bf16", sizeof(unsigned short), cpu_bf16},
+            [F16] = {"f16", sizeof(unsigned short), cpu_f16}};
+
+static ra_status device_convert(int which, void *out)
 {
-    float *hw = malloc(ninputs * sizeof *hw);
-    ck_assert_int_eq(ra_gpu_probe_cvt_tf32(hw, inputs, ninputs), RA_OK);
+    switch (which) {
+    case TF32:
+        return ra_gpu_probe_cvt_tf32(out, inputs, ninputs);
+    case BF16:
+        return ra_gpu_probe_cvt_bf16(out, inputs, ninputs);
+    default:
+        return ra_gpu_probe_cvt_f16(out, inputs, ninputs);
+    }
+}
+
+/* Every input converted on the device and by the emulation: the same bits
+   (the first five differences printed). */
+static void same_as_device(int which)
+{
+    const struct cvt *c = &cvts[which];
+    unsigned char *hw = malloc(ninputs * c->size);
+    ck_assert_ptr_nonnull(hw);
+    ck_assert_int_eq(device_convert(which, hw), RA_OK);
     size_t bad = 0;
-    for (size_t i = 0; i < ninputs; i++)
-        if (to_bits(hw[i]) != to_bits(ra_round_tf32_rna(inputs[i])) && bad++ < 5)
-            fprintf(stderr, "tf32: in %08x hw %08x cpu %08x\n", to_bits(inputs[i]),
-                    to_bits(hw[i]), to_bits(ra_round_tf32_rna(inputs[i])));
+    for (size_t i = 0; i < ninputs; i++) {
+        uint32_t dev = 0;
+        if (c->size == 2) {
+            unsigned short h;
+            memcpy(&h, hw + i * 2, 2);
+            dev = h;
+        } else {
+            memcpy(&dev, hw + i * 4, 4);
+        }
+        if (dev != c->cpu(inputs[i]) && bad++ < 5)
+            fprintf(stderr, "%s: in %08x hw %0*x cpu %0*x\n", c->name, tu_fbits(inputs[i]),
+                    (int)(2 * c->size), dev, (int)(2 * c->size), c->cpu(inputs[i]));
+    }
     ck_assert_uint_eq(bad, 0);
     free(hw);
 }
+
+START_TEST(test_cvt_tf32) { same_as_device(TF32); }
 END_TEST
 
-START_TEST(test_cvt_bf16)
-{
-    unsigned short *hw = malloc(ninputs * sizeof *hw);
-    ck_assert_int_eq(ra_gpu_probe_cvt_bf16(hw, inputs, ninputs), RA_OK);
-    size_t bad = 0;
-    for (size_t i = 0; i < ninputs; i++)
-        if (hw[i] != ra_double_to_bf16(inputs[i]) && bad++ < 5)
-            fprintf(stderr, "bf16: in %08x hw %04x cpu %04x\n", to_bits(inputs[i]), hw[i],
-                    ra_double_to_bf16(inputs[i]));
-    ck_assert_uint_eq(bad, 0);
-    free(hw);
-}
+START_TEST(test_cvt_bf16) { same_as_device(BF16); }
 END_TEST
 
-START_TEST(test_cvt_f16)
-{
-    unsigned short *hw = malloc(ninputs * sizeof *hw);
-    ck_assert_int_eq(ra_gpu_probe_cvt_f16(hw, inputs, ninputs), RA_OK);
-    size_t bad = 0;
-    for (size_t i = 0; i < ninputs; i++)
-        if (hw[i] != ra_double_to_f16(inputs[i]) && bad++ < 5)
-            fprintf(stderr, "f16: in %08x hw %04x cpu %04x\n", to_bits(inputs[i]), hw[i],
-                    ra_double_to_f16(inputs[i]));
-    ck_assert_uint_eq(bad, 0);
-    free(hw);
-}
+START_TEST(test_cvt_f16) { same_as_device(F16); }
 END_TEST
 
 /* What a tensor core reads from raw fp32 registers in a .tf32 mma: the test
@@ -124,13 +132,13 @@ START_TEST(test_mma_tf32_operand)
         uint32_t u = 0x3F800000u | (lcg() & 0x007FFFFFu); /* [1, 2), random low bits */
         if (i % 3 == 0)
             u = (u & ~0x1FFFu) | 0x1000u; /* exact TF32 tie */
-        a[i] = (i & 1) ? -from_bits(u) : from_bits(u);
+        a[i] = (i & 1) ? -tu_bitsf(u) : tu_bitsf(u);
     }
     ck_assert_int_eq(ra_gpu_probe_mma_tf32_operand(d, a), RA_OK);
     int exact = 0, trunc = 0, rna = 0;
     for (int i = 0; i < 128; i++) {
         exact += d[i] == a[i];
-        trunc += to_bits(d[i]) == (to_bits(a[i]) & 0xFFFFE000u);
+        trunc += tu_fbits(d[i]) == (tu_fbits(a[i]) & 0xFFFFE000u);
         rna += d[i] == ra_round_tf32_rna(a[i]);
     }
     printf("mma.sync tf32 operand rule: exact %d/128, truncation %d/128, rna %d/128\n", exact,
@@ -147,16 +155,9 @@ int main(void)
     }
     make_inputs();
     Suite *s = suite_create("gpu-rounding");
-    TCase *tc = tcase_create("data");
-    tcase_add_test(tc, test_cvt_tf32);
-    tcase_add_test(tc, test_cvt_bf16);
-    tcase_add_test(tc, test_cvt_f16);
-    tcase_add_test(tc, test_mma_tf32_operand);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    tu_tcase(s, "data", NULL, NULL, test_cvt_tf32, test_cvt_bf16, test_cvt_f16,
+             test_mma_tf32_operand);
+    int status = tu_run(s);
     free(inputs);
-    return failed ? 1 : 0;
+    return status;
 }

@@ -49,6 +49,15 @@ static void expect_rows(const ra_gc_result *r, const char *const *names, size_t 
     }
 }
 
+/* The reference backward of c against finite differences: exactly the
+   rows named, each agreeing to more than 30 digits. */
+static void reference_agrees(ra_gc_result *r, const ra_case *c, const ra_gc_opts *o,
+                             const char *what, const char *const *names, size_t n)
+{
+    ck_assert_int_eq(ra_gradcheck_gdn(r, c, o, NULL, what), RA_OK);
+    expect_rows(r, names, n, 30);
+}
+
 static const char *const with_h0[] = {"q", "k", "v", "g", "beta", "h0"};
 static const char *const with_h0_all[] = {"q", "k", "v", "g", "beta", "h0", "all"};
 static const char *const no_h0[] = {"q", "k", "v", "g", "beta"};
@@ -60,30 +69,24 @@ START_TEST(random_elementwise)
     /* h0 and dht, one head */
     const ra_gdn_shape s1 = {1, 5, 1, 1, 3, 2};
     ra_case c;
-    tu_gdn_case(&c, &s1, 1, 1, 1);
-    tu_fill_default(&c, 201);
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, NULL, "case 1"), RA_OK);
-    expect_rows(&r, with_h0, 6, 30);
+    tu_ref_case(&c, &s1, TU_H0 | TU_DO | TU_DHT, 201);
+    reference_agrees(&r, &c, &o, "case 1", with_h0, 6);
     ck_assert_int_eq(row(&r, "q")->n, 15);
     ck_assert_int_eq(row(&r, "h0")->n, 6);
     ra_case_clear(&c);
     /* l2norm, grouped heads (Hv = 2 Hk), no h0 */
     const ra_gdn_shape s2 = {1, 6, 1, 2, 3, 3};
-    tu_gdn_case(&c, &s2, 0, 1, 1);
-    tu_fill_default(&c, 202);
+    tu_ref_case(&c, &s2, TU_DO | TU_DHT, 202);
     ck_assert_int_eq(ra_kv_set(&c.params, "l2norm", "true"), RA_OK);
     ck_assert_int_eq(ra_kv_set(&c.params, "l2eps", "0.01"), RA_OK);
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, NULL, "case 2"), RA_OK);
-    expect_rows(&r, no_h0, 5, 30);
+    reference_agrees(&r, &c, &o, "case 2", no_h0, 5);
     ra_case_clear(&c);
     /* everything at once, two batches, Hk = 2, Hv = 4, two segments */
     const ra_gdn_shape s3 = {2, 5, 2, 4, 2, 2};
-    tu_gdn_case(&c, &s3, 1, 1, 1);
-    tu_fill_default(&c, 203);
+    tu_ref_case(&c, &s3, TU_H0 | TU_DO | TU_DHT, 203);
     ck_assert_int_eq(ra_kv_set(&c.params, "l2norm", "1"), RA_OK);
     ck_assert_int_eq(ra_kv_set(&c.params, "scale", "0.3"), RA_OK);
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, NULL, "case 3"), RA_OK);
-    expect_rows(&r, with_h0, 6, 30);
+    reference_agrees(&r, &c, &o, "case 3", with_h0, 6);
     ra_case_clear(&c);
 }
 END_TEST
@@ -92,16 +95,13 @@ START_TEST(random_directional)
 {
     const ra_gdn_shape s = {1, 40, 2, 4, 8, 8};
     ra_case c;
-    tu_gdn_case(&c, &s, 1, 1, 1);
-    tu_fill_default(&c, 204);
+    tu_ref_case(&c, &s, TU_H0 | TU_DO | TU_DHT, 204);
     ck_assert_int_eq(ra_kv_set(&c.params, "l2norm", "true"), RA_OK);
     ra_gc_result r;
     ra_gc_opts o = gopts(RA_GC_DIRECTIONAL);
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, NULL, "directional"), RA_OK);
-    expect_rows(&r, with_h0_all, 7, 30);
+    reference_agrees(&r, &c, &o, "directional", with_h0_all, 7);
     o.mode = RA_GC_DOT;
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, NULL, "dot"), RA_OK);
-    expect_rows(&r, with_h0_all, 7, 30);
+    reference_agrees(&r, &c, &o, "dot", with_h0_all, 7);
     ra_case_clear(&c);
 }
 END_TEST
@@ -111,12 +111,8 @@ START_TEST(data_wrong_gradient)
 {
     const ra_gdn_shape s = {1, 6, 1, 2, 3, 4};
     ra_case c, ref;
-    tu_gdn_case(&c, &s, 1, 1, 1);
-    tu_fill_default(&c, 205);
-    ra_ref_opts ro;
-    ra_ref_opts_init(&ro);
-    ro.use_cache = 0;
-    ro.progress = 0;
+    tu_ref_case(&c, &s, TU_H0 | TU_DO | TU_DHT, 205);
+    ra_ref_opts ro = tu_ref_opts();
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &ro, "case"), RA_OK);
     ra_gc_result r;
     ra_gc_opts o = gopts(RA_GC_ELEMENTWISE);
@@ -164,16 +160,13 @@ START_TEST(data_errors)
 {
     const ra_gdn_shape s = {1, 3, 1, 1, 2, 2};
     ra_case c;
-    tu_gdn_case(&c, &s, 0, 0, 0); /* no do */
-    tu_fill_default(&c, 206);
+    tu_ref_case(&c, &s, 0, 206); /* no do */
     ra_gc_result r;
     ra_gc_opts o = gopts(RA_GC_ELEMENTWISE);
-    tu_capture();
     ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, NULL, "nodo.safetensors"), RA_ENOTFOUND);
     ck_assert_msg(strstr(tu_msg, "'do'") && strstr(tu_msg, "nodo.safetensors"), "%s", tu_msg);
     ra_case_clear(&c);
-    tu_gdn_case(&c, &s, 0, 0, 1);
-    tu_fill_default(&c, 207);
+    tu_ref_case(&c, &s, TU_DO, 207);
     ra_tensors gr;
     ra_tensors_init(&gr);
     ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, &gr, "case"), RA_ENOTFOUND); /* no dq */
@@ -187,7 +180,6 @@ START_TEST(data_errors)
     ck_assert_int_eq(ra_gc_mode_parse(&m, "directional"), RA_OK);
     ck_assert_int_eq(m, RA_GC_DIRECTIONAL);
     ck_assert_int_eq(ra_gc_mode_parse(&m, "sideways"), RA_EINVAL);
-    ra_set_error_handler(NULL);
     ra_case_clear(&c);
 }
 END_TEST
@@ -195,22 +187,9 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("gradcheck");
-    TCase *tc = tcase_create("random");
-    tcase_add_test(tc, random_elementwise);
-    tcase_add_test(tc, random_directional);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("data");
-    tcase_add_test(tc, data_wrong_gradient);
-    tcase_add_test(tc, data_errors);
-    suite_add_tcase(s, tc);
+    tu_tcase(s, "random", tu_capture, NULL, random_elementwise, random_directional);
+    tu_tcase(s, "data", tu_capture, NULL, data_wrong_gradient, data_errors);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+int main(void) { return tu_run(suite()); }

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/metrics.h"
 #include "core/rng.h"
+#include "testutil.h"
 
 /*
  * Expected values are worked by hand in the comments (ulps from the
@@ -18,30 +18,6 @@
  * against a full sort with qsort and the nearest-rank definition (rank
  * ceil(0.99 n)), a different algorithm.
  */
-
-static int errors_seen;
-static void quiet_handler(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)reason, (void)file, (void)line, (void)code;
-    errors_seen++;
-}
-
-static void setup(void)
-{
-    ra_set_error_handler(quiet_handler);
-    errors_seen = 0;
-}
-
-static uint64_t test_seed(uint64_t fixed)
-{
-    const char *e = getenv("RA_CHECK_RANDOMIZE");
-    if (e && strcmp(e, "1") == 0) {
-        uint64_t s = (uint64_t)time(NULL);
-        fprintf(stderr, "t-metrics: RA_CHECK_RANDOMIZE seed %llu\n", (unsigned long long)s);
-        return s;
-    }
-    return fixed;
-}
 
 static ra_tensor *vec(const char *name, ra_dtype dt, int64_t n, const double *v)
 {
@@ -201,7 +177,7 @@ START_TEST(special_shapes_and_empty)
     ck_assert_int_eq(ra_tensor_new(&b, "dq_ref", RA_F64, 2, s2), RA_OK);
     ra_metrics m;
     ck_assert_int_eq(ra_metrics_compute(&m, a, b, RA_BF16), RA_EINVAL);
-    ck_assert_int_eq(errors_seen, 1);
+    ck_assert_int_eq(tu_nerr, 1);
     const char *msg = ra_last_error();
     ck_assert(strstr(msg, "'dq'") && strstr(msg, "'dq_ref'") && strstr(msg, "[2, 3]") &&
               strstr(msg, "[3, 2]"));
@@ -323,16 +299,10 @@ END_TEST
 
 /* --- random: p99 against a full sort ------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 START_TEST(random_p99_vs_sort)
 {
     ra_rng *r;
-    ck_assert_int_eq(ra_rng_new(&r, test_seed(31), "p99"), RA_OK);
+    ck_assert_int_eq(ra_rng_new(&r, tu_seed(31), "p99"), RA_OK);
     const int64_t sizes[] = {1, 2, 3, 99, 100, 101, 4097, 300001};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         int64_t n = sizes[k];
@@ -353,7 +323,7 @@ START_TEST(random_p99_vs_sort)
         }
         ra_metrics m;
         ck_assert_int_eq(ra_metrics_compute(&m, ty, tz, RA_BF16), RA_OK);
-        qsort(u, (size_t)n, sizeof *u, cmp_double);
+        qsort(u, (size_t)n, sizeof *u, tu_cmp_double);
         int64_t rank = (int64_t)ceil(0.99 * (double)n);
         ck_assert_msg(m.p99_ulp == u[rank - 1], "n %lld: p99 %a, sort %a", (long long)n, m.p99_ulp,
                       u[rank - 1]);
@@ -369,34 +339,12 @@ END_TEST
 static Suite *metrics_suite(void)
 {
     Suite *s = suite_create("metrics");
-    TCase *tc = tcase_create("special");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, special_one_ulp);
-    tcase_add_test(tc, special_ulp_floor);
-    tcase_add_test(tc, special_small_vectors);
-    tcase_add_test(tc, special_zeros);
-    tcase_add_test(tc, special_nonfinite);
-    tcase_add_test(tc, special_shapes_and_empty);
-    tcase_add_test(tc, special_extreme_scales);
-    tcase_add_test(tc, special_names);
-    tcase_add_test(tc, special_index_format);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("data");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, data_p99_rank);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("random");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, random_p99_vs_sort);
-    suite_add_tcase(s, tc);
+    tu_tcase(s, "special", tu_capture, NULL, special_one_ulp, special_ulp_floor,
+             special_small_vectors, special_zeros, special_nonfinite, special_shapes_and_empty,
+             special_extreme_scales, special_names, special_index_format);
+    tu_tcase(s, "data", tu_capture, NULL, data_p99_rank);
+    tu_tcase(s, "random", tu_capture, NULL, random_p99_vs_sort);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(metrics_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(metrics_suite()); }

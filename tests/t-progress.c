@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/progress.h"
+#include "testutil.h"
 
 /*
  * The bar draws only on a terminal, so these tests put a pseudo-terminal
@@ -191,25 +192,11 @@ END_TEST
 static Suite *progress_suite(void)
 {
     Suite *s = suite_create("progress");
-    TCase *special = tcase_create("special");
-    tcase_add_test(special, test_special_disabled);
-    tcase_add_test(special, test_special_unknown_total);
-    tcase_add_test(special, test_special_narrow);
-    suite_add_tcase(s, special);
-    TCase *data = tcase_create("data");
-    tcase_add_test(data, test_data_line);
-    suite_add_tcase(s, data);
-    TCase *random = tcase_create("random");
-    tcase_add_test(random, test_random_threads_and_rate);
-    suite_add_tcase(s, random);
+    tu_tcase(s, "special", NULL, NULL, test_special_disabled, test_special_unknown_total,
+             test_special_narrow);
+    tu_tcase(s, "data", NULL, NULL, test_data_line);
+    tu_tcase(s, "random", NULL, NULL, test_random_threads_and_rate);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(progress_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(progress_suite()); }

@@ -1,7 +1,6 @@
 /* Tests of the reference cache: keys, hits, tampered and stale entries. */
 #include <config.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,52 +18,10 @@
  * on the file's bytes directly.
  */
 
-static char dir[256];
-
-static void make_dir(void)
-{
-    snprintf(dir, sizeof dir, "%s/ra-cache-test.XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        unlink(path);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char sub[1024];
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        remove_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
-static int count_files(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 static void small_case(ra_case *c, uint64_t seed)
 {
     const ra_gdn_shape s = {1, 5, 1, 2, 3, 3};
-    tu_gdn_case(c, &s, 1, 1, 1);
-    tu_fill_default(c, seed);
+    tu_ref_case(c, &s, TU_H0 | TU_DO | TU_DHT, seed);
     ck_assert_int_eq(ra_kv_set(&c->params, "regime", "hand"), RA_OK);
     ck_assert_int_eq(ra_kv_set(&c->params, "seed", "7"), RA_OK);
 }
@@ -85,15 +42,12 @@ static void entry_path(char *buf, size_t len, const char *d, const ra_case *c, c
     snprintf(buf, len, "%s/%s.safetensors", d, key);
 }
 
+/* The same tensors, bit for bit, matched by name. */
 static void same_tensors(const ra_case *a, const ra_case *b)
 {
     ck_assert_uint_eq(a->tensors.n, b->tensors.n);
-    for (size_t i = 0; i < a->tensors.n; i++) {
-        const ra_tensor *x = a->tensors.items[i], *y = ra_tensors_find(&b->tensors, x->name);
-        ck_assert_ptr_nonnull(y);
-        ck_assert_uint_eq(x->nbytes, y->nbytes);
-        ck_assert_msg(memcmp(x->data, y->data, x->nbytes) == 0, "%s differs", x->name);
-    }
+    for (size_t i = 0; i < a->tensors.n; i++)
+        tu_assert_same_tensor(a->tensors.items[i], tu_t(b, a->tensors.items[i]->name));
 }
 
 /* --- keys --------------------------------------------------------------------------------------
@@ -110,8 +64,7 @@ START_TEST(special_key)
     for (int i = 0; i < 32; i++)
         ck_assert(strchr("0123456789abcdef", k0[i]));
     /* parameters and tensors in another order: the same key */
-    ra_case_init(&b);
-    ck_assert_int_eq(ra_case_set_op(&b, "gdn"), RA_OK);
+    tu_case_init(&b, "gdn");
     ck_assert_int_eq(ra_kv_set(&b.params, "seed", "7"), RA_OK);
     ck_assert_int_eq(ra_kv_set(&b.params, "regime", "hand"), RA_OK);
     for (size_t i = a.tensors.n; i-- > 0;) {
@@ -161,9 +114,8 @@ END_TEST
 
 START_TEST(data_hit)
 {
-    make_dir();
-    char sub[512];
-    snprintf(sub, sizeof sub, "%s/nested/cache", dir); /* created on the first store */
+    tu_scratch_setup();
+    const char *sub = tu_scratch("nested/cache"); /* created on the first store */
     ra_case c, r1, r2;
     small_case(&c, 2);
     ra_ref_opts o = opts(sub);
@@ -173,8 +125,8 @@ START_TEST(data_hit)
     entry_path(path, sizeof path, sub, &c, &o);
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
-    ck_assert_int_eq(count_files(sub), 1); /* no temporary left behind */
-    o.threads = 1;                         /* not part of the key */
+    ck_assert_int_eq(tu_count_entries(sub), 1); /* no temporary left behind */
+    o.threads = 1;                              /* not part of the key */
     ck_assert_int_eq(ra_ref_compute(&r2, &c, &o, "c"), RA_OK);
     ck_assert_str_eq(ra_case_param(&r2, "cache"), "hit");
     same_tensors(&r1, &r2);
@@ -186,19 +138,18 @@ START_TEST(data_hit)
     o.use_cache = 0;
     ck_assert_int_eq(ra_ref_compute(&r2, &c, &o, "c"), RA_OK);
     ck_assert_str_eq(ra_case_param(&r2, "cache"), "off");
-    ck_assert_int_eq(count_files(sub), 1);
+    ck_assert_int_eq(tu_count_entries(sub), 1);
     ra_case_clear(&r2);
     /* $RECAUDIT_CACHE when no directory is given */
-    char envdir[512];
-    snprintf(envdir, sizeof envdir, "%s/env", dir);
+    const char *envdir = tu_scratch("env");
     setenv("RECAUDIT_CACHE", envdir, 1);
     o = opts(NULL);
     ck_assert_int_eq(ra_ref_compute(&r2, &c, &o, "c"), RA_OK);
     ck_assert_str_eq(ra_case_param(&r2, "cache"), "miss");
-    ck_assert_int_eq(count_files(envdir), 1);
+    ck_assert_int_eq(tu_count_entries(envdir), 1);
     unsetenv("RECAUDIT_CACHE");
     ra_case_clear(&c), ra_case_clear(&r1), ra_case_clear(&r2);
-    remove_tree(dir);
+    tu_scratch_teardown();
 }
 END_TEST
 
@@ -206,17 +157,16 @@ END_TEST
    values, and a rewritten entry that then hits. */
 static void tamper_and_check(void (*tamper)(const char *path, const ra_case *c), const char *why)
 {
-    make_dir();
+    tu_scratch_setup();
     ra_case c, r1, r2;
     small_case(&c, 3);
-    ra_ref_opts o = opts(dir);
+    ra_ref_opts o = opts(tu_scratch_dir);
     ck_assert_int_eq(ra_ref_compute(&r1, &c, &o, "c"), RA_OK);
     char path[1024];
-    entry_path(path, sizeof path, dir, &c, &o);
+    entry_path(path, sizeof path, tu_scratch_dir, &c, &o);
     tamper(path, &c);
-    tu_capture();
+    tu_reset();
     ck_assert_int_eq(ra_ref_compute(&r2, &c, &o, "c"), RA_OK);
-    ra_set_error_handler(NULL);
     ck_assert_str_eq(ra_case_param(&r2, "cache"), "refreshed");
     ck_assert_msg(strstr(tu_msg, "unusable") && strstr(tu_msg, path), "%s: note '%s'", why, tu_msg);
     same_tensors(&r1, &r2);
@@ -224,7 +174,7 @@ static void tamper_and_check(void (*tamper)(const char *path, const ra_case *c),
     ck_assert_int_eq(ra_ref_compute(&r2, &c, &o, "c"), RA_OK);
     ck_assert_str_eq(ra_case_param(&r2, "cache"), "hit");
     ra_case_clear(&c), ra_case_clear(&r1), ra_case_clear(&r2);
-    remove_tree(dir);
+    tu_scratch_teardown();
 }
 
 static void flip_last_byte(const char *path, const ra_case *c)
@@ -253,8 +203,7 @@ static void other_case(const char *path, const ra_case *c)
     (void)c;
     ra_case other, r;
     small_case(&other, 99);
-    ra_ref_opts o = opts(NULL);
-    o.use_cache = 0;
+    ra_ref_opts o = tu_ref_opts();
     ck_assert_int_eq(ra_ref_compute(&r, &other, &o, "other"), RA_OK);
     ra_kv_remove(&r.params, "cache");
     ck_assert_int_eq(ra_case_save(&r, path), RA_OK);
@@ -286,23 +235,10 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("ref-cache");
-    TCase *tc = tcase_create("special");
-    tcase_add_test(tc, special_key);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("data");
-    tcase_add_test(tc, data_hit);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("regress");
-    tcase_add_test(tc, regress_tampered);
-    suite_add_tcase(s, tc);
+    tu_tcase(s, "special", tu_capture, NULL, special_key);
+    tu_tcase(s, "data", tu_capture, NULL, data_hit);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_tampered);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+int main(void) { return tu_run(suite()); }

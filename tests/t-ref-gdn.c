@@ -98,11 +98,6 @@ static double agree(const ra_mparr *got, const mpvec *want)
         ck_assert_msg(e_ < TOL_LOG2, "%s: normwise error 2^%.1f", name, e_);                       \
     } while (0)
 
-static double get(const ra_case *c, const char *name, int64_t i)
-{
-    return ra_tensor_get(tu_t(c, name), i);
-}
-
 /* --- (a) closed forms ----------------------------------------------------------------------- */
 
 /*
@@ -120,8 +115,7 @@ START_TEST(special_beta0)
 {
     const ra_gdn_shape s = {1, 5, 1, 2, 3, 4};
     ra_case c;
-    tu_gdn_case(&c, &s, 1, 1, 1);
-    tu_fill_default(&c, 11);
+    tu_ref_case(&c, &s, TU_H0 | TU_DO | TU_DHT, 11);
     ra_tensor *beta = tu_t(&c, "beta");
     for (int64_t i = 0; i < beta->numel; i++)
         ra_tensor_set(beta, i, 0.0);
@@ -143,15 +137,15 @@ START_TEST(special_beta0)
     for (int64_t hv = 0; hv < Hv; hv++) {
         mpfr_set_zero(t1, 1);
         for (int64_t t = 0; t < T; t++) {
-            mpfr_add_d(t1, t1, get(&c, "g", t * Hv + hv), MPFR_RNDN);
+            mpfr_add_d(t1, t1, tu_at(&c.tensors, "g", t * Hv + hv), MPFR_RNDN);
             mpfr_exp(E[t], t1, MPFR_RNDN);
         }
         for (int64_t t = 0; t < T; t++)
             for (int64_t j = 0; j < V; j++) {
                 mpfr_ptr x = o.x[(t * Hv + hv) * V + j];
                 for (int64_t i = 0; i < K; i++) {
-                    mpfr_set_d(t2, get(&c, "h0", (hv * K + i) * V + j), MPFR_RNDN);
-                    mpfr_mul_d(t2, t2, get(&c, "q", t * K + i), MPFR_RNDN);
+                    mpfr_set_d(t2, tu_at(&c.tensors, "h0", (hv * K + i) * V + j), MPFR_RNDN);
+                    mpfr_mul_d(t2, t2, tu_at(&c.tensors, "q", t * K + i), MPFR_RNDN);
                     mpfr_add(x, x, t2, MPFR_RNDN);
                 }
                 mpfr_mul(x, x, E[t], MPFR_RNDN);
@@ -159,12 +153,13 @@ START_TEST(special_beta0)
             }
         for (int64_t e = 0; e < K * V; e++) {
             int64_t i = e / V, j = e % V;
-            mpfr_mul_d(ht.x[hv * K * V + e], E[T - 1], get(&c, "h0", hv * K * V + e), MPFR_RNDN);
+            mpfr_mul_d(ht.x[hv * K * V + e], E[T - 1], tu_at(&c.tensors, "h0", hv * K * V + e),
+                       MPFR_RNDN);
             mpfr_ptr d = dh0.x[hv * K * V + e];
-            mpfr_mul_d(d, E[T - 1], get(&c, "dht", hv * K * V + e), MPFR_RNDN);
+            mpfr_mul_d(d, E[T - 1], tu_at(&c.tensors, "dht", hv * K * V + e), MPFR_RNDN);
             for (int64_t t = 0; t < T; t++) {
-                mpfr_mul_d(t2, E[t], get(&c, "q", t * K + i), MPFR_RNDN);
-                mpfr_mul_d(t2, t2, get(&c, "do", (t * Hv + hv) * V + j), MPFR_RNDN);
+                mpfr_mul_d(t2, E[t], tu_at(&c.tensors, "q", t * K + i), MPFR_RNDN);
+                mpfr_mul_d(t2, t2, tu_at(&c.tensors, "do", (t * Hv + hv) * V + j), MPFR_RNDN);
                 mpfr_mul(t2, t2, scale, MPFR_RNDN);
                 mpfr_add(d, d, t2, MPFR_RNDN);
             }
@@ -172,8 +167,8 @@ START_TEST(special_beta0)
         for (int64_t t = 0; t < T; t++)
             for (int64_t i = 0; i < K; i++)
                 for (int64_t j = 0; j < V; j++) {
-                    mpfr_mul_d(t2, E[t], get(&c, "h0", (hv * K + i) * V + j), MPFR_RNDN);
-                    mpfr_mul_d(t2, t2, get(&c, "do", (t * Hv + hv) * V + j), MPFR_RNDN);
+                    mpfr_mul_d(t2, E[t], tu_at(&c.tensors, "h0", (hv * K + i) * V + j), MPFR_RNDN);
+                    mpfr_mul_d(t2, t2, tu_at(&c.tensors, "do", (t * Hv + hv) * V + j), MPFR_RNDN);
                     mpfr_mul(t2, t2, scale, MPFR_RNDN);
                     mpfr_add(dq.x[t * K + i], dq.x[t * K + i], t2, MPFR_RNDN);
                 }
@@ -181,16 +176,18 @@ START_TEST(special_beta0)
         for (int64_t sidx = 0; sidx < T; sidx++) {
             mpfr_ptr x = dg.x[sidx * Hv + hv];
             for (int64_t e = 0; e < K * V; e++) {
-                mpfr_mul_d(t2, E[T - 1], get(&c, "dht", hv * K * V + e), MPFR_RNDN);
-                mpfr_mul_d(t2, t2, get(&c, "h0", hv * K * V + e), MPFR_RNDN);
+                mpfr_mul_d(t2, E[T - 1], tu_at(&c.tensors, "dht", hv * K * V + e), MPFR_RNDN);
+                mpfr_mul_d(t2, t2, tu_at(&c.tensors, "h0", hv * K * V + e), MPFR_RNDN);
                 mpfr_add(x, x, t2, MPFR_RNDN);
             }
             for (int64_t t = sidx; t < T; t++)
                 for (int64_t i = 0; i < K; i++)
                     for (int64_t j = 0; j < V; j++) {
-                        mpfr_mul_d(t2, E[t], get(&c, "q", t * K + i), MPFR_RNDN);
-                        mpfr_mul_d(t2, t2, get(&c, "h0", (hv * K + i) * V + j), MPFR_RNDN);
-                        mpfr_mul_d(t2, t2, get(&c, "do", (t * Hv + hv) * V + j), MPFR_RNDN);
+                        mpfr_mul_d(t2, E[t], tu_at(&c.tensors, "q", t * K + i), MPFR_RNDN);
+                        mpfr_mul_d(t2, t2, tu_at(&c.tensors, "h0", (hv * K + i) * V + j),
+                                   MPFR_RNDN);
+                        mpfr_mul_d(t2, t2, tu_at(&c.tensors, "do", (t * Hv + hv) * V + j),
+                                   MPFR_RNDN);
                         mpfr_mul(t2, t2, scale, MPFR_RNDN);
                         mpfr_add(x, x, t2, MPFR_RNDN);
                     }
@@ -200,25 +197,27 @@ START_TEST(special_beta0)
             for (int64_t j = 0; j < V; j++) {
                 mpfr_set_zero(du, 1);
                 for (int64_t i = 0; i < K; i++) {
-                    mpfr_mul_d(lam, E[T - 1], get(&c, "dht", (hv * K + i) * V + j), MPFR_RNDN);
+                    mpfr_mul_d(lam, E[T - 1], tu_at(&c.tensors, "dht", (hv * K + i) * V + j),
+                               MPFR_RNDN);
                     for (int64_t u = t; u < T; u++) {
-                        mpfr_mul_d(t2, E[u], get(&c, "q", u * K + i), MPFR_RNDN);
-                        mpfr_mul_d(t2, t2, get(&c, "do", (u * Hv + hv) * V + j), MPFR_RNDN);
+                        mpfr_mul_d(t2, E[u], tu_at(&c.tensors, "q", u * K + i), MPFR_RNDN);
+                        mpfr_mul_d(t2, t2, tu_at(&c.tensors, "do", (u * Hv + hv) * V + j),
+                                   MPFR_RNDN);
                         mpfr_mul(t2, t2, scale, MPFR_RNDN);
                         mpfr_add(lam, lam, t2, MPFR_RNDN);
                     }
                     mpfr_div(lam, lam, E[t], MPFR_RNDN);
-                    mpfr_mul_d(t2, lam, get(&c, "k", t * K + i), MPFR_RNDN);
+                    mpfr_mul_d(t2, lam, tu_at(&c.tensors, "k", t * K + i), MPFR_RNDN);
                     mpfr_add(du, du, t2, MPFR_RNDN);
                 }
                 mpfr_set_zero(t1, 1); /* h0^T k_t, component j */
                 for (int64_t i = 0; i < K; i++) {
-                    mpfr_set_d(t2, get(&c, "h0", (hv * K + i) * V + j), MPFR_RNDN);
-                    mpfr_mul_d(t2, t2, get(&c, "k", t * K + i), MPFR_RNDN);
+                    mpfr_set_d(t2, tu_at(&c.tensors, "h0", (hv * K + i) * V + j), MPFR_RNDN);
+                    mpfr_mul_d(t2, t2, tu_at(&c.tensors, "k", t * K + i), MPFR_RNDN);
                     mpfr_add(t1, t1, t2, MPFR_RNDN);
                 }
                 mpfr_mul(t1, t1, E[t], MPFR_RNDN);
-                mpfr_d_sub(t1, get(&c, "v", (t * Hv + hv) * V + j), t1, MPFR_RNDN);
+                mpfr_d_sub(t1, tu_at(&c.tensors, "v", (t * Hv + hv) * V + j), t1, MPFR_RNDN);
                 mpfr_mul(t1, t1, du, MPFR_RNDN);
                 mpfr_add(dbeta.x[t * Hv + hv], dbeta.x[t * Hv + hv], t1, MPFR_RNDN);
             }
@@ -262,8 +261,7 @@ START_TEST(special_overwrite)
                                    {0.5, -0.5, -0.5, 0.5}};
     static const int seq[6] = {0, 1, 2, 0, 3, 1};
     ra_case c;
-    tu_gdn_case(&c, &s, 0, 0, 1);
-    tu_fill_default(&c, 12);
+    tu_ref_case(&c, &s, TU_DO, 12);
     for (int64_t t = 0; t < s.T; t++) {
         ra_tensor_set(tu_t(&c, "g"), t, 0.0);
         ra_tensor_set(tu_t(&c, "beta"), t, 1.0);
@@ -290,11 +288,11 @@ START_TEST(special_overwrite)
                     mpfr_t x;
                     mpfr_init2(x, P);
                     mpfr_set_d(x, H[key][i], MPFR_RNDN);
-                    mpfr_mul_d(x, x, get(&c, "q", t * 4 + i), MPFR_RNDN);
+                    mpfr_mul_d(x, x, tu_at(&c.tensors, "q", t * 4 + i), MPFR_RNDN);
                     mpfr_add(t1, t1, x, MPFR_RNDN);
                     mpfr_clear(x);
                 }
-                mpfr_mul_d(t1, t1, get(&c, "v", latest[key] * s.V + j), MPFR_RNDN);
+                mpfr_mul_d(t1, t1, tu_at(&c.tensors, "v", latest[key] * s.V + j), MPFR_RNDN);
                 mpfr_mul(t1, t1, scale, MPFR_RNDN);
                 mpfr_add(o.x[t * s.V + j], o.x[t * s.V + j], t1, MPFR_RNDN);
             }
@@ -303,7 +301,7 @@ START_TEST(special_overwrite)
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < s.V && latest[key] >= 0; j++) {
                 mpfr_set_d(t1, H[key][i], MPFR_RNDN);
-                mpfr_mul_d(t1, t1, get(&c, "v", latest[key] * s.V + j), MPFR_RNDN);
+                mpfr_mul_d(t1, t1, tu_at(&c.tensors, "v", latest[key] * s.V + j), MPFR_RNDN);
                 mpfr_add(ht.x[i * s.V + j], ht.x[i * s.V + j], t1, MPFR_RNDN);
             }
     CHECK_AGREE(&r.out.o, &o, "o");
@@ -336,38 +334,39 @@ static void t1_expected(const ra_case *c, int h0, mpvec *e /* o, ht, dq, dk, dv,
             mpfr_inits2(P, St[i][j], S1[i][j], Lam[i][j], (mpfr_ptr)0);
     for (int j = 0; j < V; j++)
         mpfr_inits2(P, u[j], du[j], (mpfr_ptr)0);
-    mpfr_set_d(a, get(c, "g", 0), MPFR_RNDN);
+    mpfr_set_d(a, tu_at(&c->tensors, "g", 0), MPFR_RNDN);
     mpfr_exp(a, a, MPFR_RNDN);
     mpfr_set_ui(scale, 3, MPFR_RNDN);
     mpfr_rec_sqrt(scale, scale, MPFR_RNDN);
-    const double beta = get(c, "beta", 0);
+    const double beta = tu_at(&c->tensors, "beta", 0);
     for (int i = 0; i < K; i++)
         for (int j = 0; j < V; j++)
-            mpfr_mul_d(St[i][j], a, h0 ? get(c, "h0", i * V + j) : 0.0, MPFR_RNDN);
+            mpfr_mul_d(St[i][j], a, h0 ? tu_at(&c->tensors, "h0", i * V + j) : 0.0, MPFR_RNDN);
     for (int j = 0; j < V; j++) { /* u = beta (v - S~^T k) */
         mpfr_set_zero(x, 1);
         for (int i = 0; i < K; i++)
-            mpfr_fma(x, St[i][j], (mpfr_set_d(y, get(c, "k", i), MPFR_RNDN), y), x, MPFR_RNDN);
-        mpfr_d_sub(x, get(c, "v", j), x, MPFR_RNDN);
+            mpfr_fma(x, St[i][j], (mpfr_set_d(y, tu_at(&c->tensors, "k", i), MPFR_RNDN), y), x,
+                     MPFR_RNDN);
+        mpfr_d_sub(x, tu_at(&c->tensors, "v", j), x, MPFR_RNDN);
         mpfr_mul_d(u[j], x, beta, MPFR_RNDN);
         /* dbeta needs v - w: keep it in dbeta's slot scratch later */
     }
     for (int i = 0; i < K; i++)
         for (int j = 0; j < V; j++) {
-            mpfr_mul_d(x, u[j], get(c, "k", i), MPFR_RNDN);
+            mpfr_mul_d(x, u[j], tu_at(&c->tensors, "k", i), MPFR_RNDN);
             mpfr_add(S1[i][j], St[i][j], x, MPFR_RNDN);
-            mpfr_mul_d(x, scale, get(c, "q", i), MPFR_RNDN);
-            mpfr_mul_d(x, x, get(c, "do", j), MPFR_RNDN);
-            mpfr_add_d(Lam[i][j], x, get(c, "dht", i * V + j), MPFR_RNDN);
+            mpfr_mul_d(x, scale, tu_at(&c->tensors, "q", i), MPFR_RNDN);
+            mpfr_mul_d(x, x, tu_at(&c->tensors, "do", j), MPFR_RNDN);
+            mpfr_add_d(Lam[i][j], x, tu_at(&c->tensors, "dht", i * V + j), MPFR_RNDN);
             mpfr_set(e[1].x[i * V + j], S1[i][j], MPFR_RNDN); /* ht */
         }
     for (int j = 0; j < V; j++) { /* o, du, dv */
         mpfr_set_zero(e[0].x[j], 1);
         mpfr_set_zero(du[j], 1);
         for (int i = 0; i < K; i++) {
-            mpfr_mul_d(x, S1[i][j], get(c, "q", i), MPFR_RNDN);
+            mpfr_mul_d(x, S1[i][j], tu_at(&c->tensors, "q", i), MPFR_RNDN);
             mpfr_add(e[0].x[j], e[0].x[j], x, MPFR_RNDN);
-            mpfr_mul_d(x, Lam[i][j], get(c, "k", i), MPFR_RNDN);
+            mpfr_mul_d(x, Lam[i][j], tu_at(&c->tensors, "k", i), MPFR_RNDN);
             mpfr_add(du[j], du[j], x, MPFR_RNDN);
         }
         mpfr_mul(e[0].x[j], e[0].x[j], scale, MPFR_RNDN);
@@ -377,10 +376,10 @@ static void t1_expected(const ra_case *c, int h0, mpvec *e /* o, ht, dq, dk, dv,
     for (int j = 0; j < V; j++) {
         mpfr_set_zero(x, 1);
         for (int i = 0; i < K; i++) {
-            mpfr_mul_d(y, St[i][j], get(c, "k", i), MPFR_RNDN);
+            mpfr_mul_d(y, St[i][j], tu_at(&c->tensors, "k", i), MPFR_RNDN);
             mpfr_add(x, x, y, MPFR_RNDN);
         }
-        mpfr_d_sub(x, get(c, "v", j), x, MPFR_RNDN);
+        mpfr_d_sub(x, tu_at(&c->tensors, "v", j), x, MPFR_RNDN);
         mpfr_mul(x, x, du[j], MPFR_RNDN);
         mpfr_add(e[6].x[0], e[6].x[0], x, MPFR_RNDN);
     }
@@ -388,14 +387,15 @@ static void t1_expected(const ra_case *c, int h0, mpvec *e /* o, ht, dq, dk, dv,
     for (int i = 0; i < K; i++) {
         mpfr_set_zero(e[2].x[i], 1), mpfr_set_zero(e[3].x[i], 1);
         for (int j = 0; j < V; j++) {
-            mpfr_mul_d(x, S1[i][j], get(c, "do", j), MPFR_RNDN); /* dq */
+            mpfr_mul_d(x, S1[i][j], tu_at(&c->tensors, "do", j), MPFR_RNDN); /* dq */
             mpfr_add(e[2].x[i], e[2].x[i], x, MPFR_RNDN);
             mpfr_mul(x, Lam[i][j], u[j], MPFR_RNDN); /* dk: Lam u */
             mpfr_add(e[3].x[i], e[3].x[i], x, MPFR_RNDN);
             mpfr_mul(x, St[i][j], du[j], MPFR_RNDN); /* - beta S~ du */
             mpfr_mul_d(x, x, beta, MPFR_RNDN);
             mpfr_sub(e[3].x[i], e[3].x[i], x, MPFR_RNDN);
-            mpfr_mul_d(x, du[j], get(c, "k", i), MPFR_RNDN); /* dS~ = Lam - beta k du^T */
+            mpfr_mul_d(x, du[j], tu_at(&c->tensors, "k", i),
+                       MPFR_RNDN); /* dS~ = Lam - beta k du^T */
             mpfr_mul_d(x, x, beta, MPFR_RNDN);
             mpfr_sub(x, Lam[i][j], x, MPFR_RNDN);
             mpfr_mul(y, x, St[i][j], MPFR_RNDN); /* dg */
@@ -417,8 +417,7 @@ static void t1_case(int h0, uint64_t seed)
 {
     const ra_gdn_shape s = {1, 1, 1, 1, 3, 2};
     ra_case c;
-    tu_gdn_case(&c, &s, h0, 1, 1);
-    tu_fill_default(&c, seed);
+    tu_ref_case(&c, &s, (h0 ? TU_H0 : 0) | TU_DO | TU_DHT, seed);
     run r;
     run_case(&r, &c, P, 1, 1);
     mpvec e[8];
@@ -490,21 +489,18 @@ START_TEST(random_naive)
     /* h0, dht, l2norm, grouped heads, two batches, three checkpoint segments */
     const ra_gdn_shape s1 = {2, 10, 1, 2, 3, 4};
     ra_case c;
-    tu_gdn_case(&c, &s1, 1, 1, 1);
-    tu_fill_default(&c, 31);
+    tu_ref_case(&c, &s1, TU_H0 | TU_DO | TU_DHT, 31);
     ck_assert_int_eq(ra_kv_set(&c.params, "l2norm", "true"), RA_OK);
     naive_compare(&c, 2);
     ra_case_clear(&c);
     /* no h0, no dht, Hk = 2, Hv = 4, K != V */
     const ra_gdn_shape s2 = {1, 7, 2, 4, 5, 3};
-    tu_gdn_case(&c, &s2, 0, 0, 1);
-    tu_fill_default(&c, 32);
+    tu_ref_case(&c, &s2, TU_DO, 32);
     naive_compare(&c, 1);
     ra_case_clear(&c);
     /* the dht path alone: do = 0, so dq is exactly zero */
     const ra_gdn_shape s3 = {1, 9, 1, 1, 4, 4};
-    tu_gdn_case(&c, &s3, 1, 1, 1);
-    tu_fill_default(&c, 33);
+    tu_ref_case(&c, &s3, TU_H0 | TU_DO | TU_DHT, 33);
     ra_tensor *d = tu_t(&c, "do");
     for (int64_t i = 0; i < d->numel; i++)
         ra_tensor_set(d, i, 0.0);
@@ -532,9 +528,8 @@ START_TEST(data_grouped)
 {
     const ra_gdn_shape sg = {1, 6, 1, 2, 4, 3}, sp = {1, 6, 2, 2, 4, 3};
     ra_case cg, cp;
-    tu_gdn_case(&cg, &sg, 1, 1, 1);
-    tu_fill_default(&cg, 41);
-    tu_gdn_case(&cp, &sp, 1, 1, 1);
+    tu_ref_case(&cg, &sg, TU_H0 | TU_DO | TU_DHT, 41);
+    tu_gdn_case(&cp, &sp, RA_F64, TU_H0 | TU_DO | TU_DHT);
     static const char *const same[] = {"v", "g", "beta", "h0", "do", "dht"};
     for (int i = 0; i < 6; i++)
         memcpy(tu_t(&cp, same[i])->data, tu_t(&cg, same[i])->data, tu_t(&cg, same[i])->nbytes);
@@ -579,25 +574,15 @@ START_TEST(regress_threads)
 {
     const ra_gdn_shape s = {2, 12, 2, 4, 6, 5};
     ra_case c, r1, r2;
-    tu_gdn_case(&c, &s, 1, 1, 1);
-    tu_fill_default(&c, 51);
+    tu_ref_case(&c, &s, TU_H0 | TU_DO | TU_DHT, 51);
     ck_assert_int_eq(ra_kv_set(&c.params, "l2norm", "true"), RA_OK);
-    ra_ref_opts o;
-    ra_ref_opts_init(&o);
-    o.use_cache = 0;
-    o.progress = 0;
+    ra_ref_opts o = tu_ref_opts();
     o.threads = 1;
     ck_assert_int_eq(ra_ref_compute(&r1, &c, &o, "threads case"), RA_OK);
     o.threads = 2;
     ck_assert_int_eq(ra_ref_compute(&r2, &c, &o, "threads case"), RA_OK);
     ck_assert_uint_eq(r1.tensors.n, 8);
-    ck_assert_uint_eq(r2.tensors.n, r1.tensors.n);
-    for (size_t i = 0; i < r1.tensors.n; i++) {
-        const ra_tensor *a = r1.tensors.items[i], *b = r2.tensors.items[i];
-        ck_assert_str_eq(a->name, b->name);
-        ck_assert_uint_eq(a->nbytes, b->nbytes);
-        ck_assert_msg(memcmp(a->data, b->data, a->nbytes) == 0, "%s differs", a->name);
-    }
+    tu_assert_same_tensors(&r1.tensors, &r2.tensors);
     ck_assert_str_eq(ra_case_param(&r1, "content_hash"), ra_case_param(&r2, "content_hash"));
     ra_case_clear(&c), ra_case_clear(&r1), ra_case_clear(&r2);
 }
@@ -610,8 +595,7 @@ START_TEST(data_scale_text)
 {
     const ra_gdn_shape s = {1, 4, 1, 1, 3, 3};
     ra_case c;
-    tu_gdn_case(&c, &s, 1, 0, 1);
-    tu_fill_default(&c, 61);
+    tu_ref_case(&c, &s, TU_H0 | TU_DO, 61);
     ck_assert_int_eq(ra_kv_set(&c.params, "scale", "1"), RA_OK);
     run r1, r2;
     run_case(&r1, &c, P, 0, 1);
@@ -643,13 +627,9 @@ END_TEST
 
 static ra_status ref_of(const ra_case *c, ra_case *ref)
 {
-    ra_ref_opts o;
-    ra_ref_opts_init(&o);
-    o.use_cache = 0;
-    o.progress = 0;
-    tu_capture();
+    ra_ref_opts o = tu_ref_opts();
+    tu_reset();
     ra_status st = ra_ref_compute(ref, c, &o, "bad.safetensors");
-    ra_set_error_handler(NULL);
     return st;
 }
 
@@ -659,7 +639,7 @@ START_TEST(data_bad_input)
     ra_case_init(&ref);
     /* Hv not a multiple of Hk */
     const ra_gdn_shape s = {1, 3, 2, 3, 2, 2};
-    tu_gdn_case(&c, &s, 0, 0, 1);
+    tu_gdn_case(&c, &s, RA_F64, TU_DO);
     ck_assert_int_eq(ref_of(&c, &ref), RA_EINVAL);
     ck_assert_msg(strstr(tu_msg, "bad.safetensors") && strstr(tu_msg, "Hv=3") &&
                       strstr(tu_msg, "Hk=2"),
@@ -667,21 +647,21 @@ START_TEST(data_bad_input)
     ra_case_clear(&c);
     /* K mismatch between q and k */
     const ra_gdn_shape s2 = {1, 3, 1, 1, 2, 2};
-    tu_gdn_case(&c, &s2, 0, 0, 1);
+    tu_gdn_case(&c, &s2, RA_F64, TU_DO);
     ra_tensor *k = ra_tensors_take(&c.tensors, "k");
     ra_tensor_free(k);
-    tu_new(&c, "k", 4, 1, 3, 1, 5);
+    tu_add(&c.tensors, "k", RA_F64, 4, (const int64_t[]){1, 3, 1, 5}, NULL);
     ck_assert_int_eq(ref_of(&c, &ref), RA_EINVAL);
     ck_assert_msg(strstr(tu_msg, "'k'") && strstr(tu_msg, "axis 3"), "message: %s", tu_msg);
     ra_case_clear(&c);
     /* missing tensor */
-    tu_gdn_case(&c, &s2, 0, 0, 1);
+    tu_gdn_case(&c, &s2, RA_F64, TU_DO);
     ra_tensor_free(ra_tensors_take(&c.tensors, "beta"));
     ck_assert_int_eq(ref_of(&c, &ref), RA_ENOTFOUND);
     ck_assert_msg(strstr(tu_msg, "'beta'"), "message: %s", tu_msg);
     ra_case_clear(&c);
     /* NaN and Inf named with tensor and index */
-    tu_gdn_case(&c, &s2, 0, 0, 1);
+    tu_gdn_case(&c, &s2, RA_F64, TU_DO);
     ra_tensor_set(tu_t(&c, "v"), 5, NAN);
     ck_assert_int_eq(ref_of(&c, &ref), RA_EINVAL);
     ck_assert_msg(strstr(tu_msg, "'v'") && strstr(tu_msg, "[0, 2, 0, 1]") && strstr(tu_msg, "NaN"),
@@ -692,7 +672,7 @@ START_TEST(data_bad_input)
     ck_assert_msg(strstr(tu_msg, "'g'") && strstr(tu_msg, "-Inf"), "message: %s", tu_msg);
     ra_case_clear(&c);
     /* an op without a reference */
-    tu_gdn_case(&c, &s2, 0, 0, 1);
+    tu_gdn_case(&c, &s2, RA_F64, TU_DO);
     ck_assert_int_eq(ra_case_set_op(&c, "glr"), RA_OK);
     ck_assert_int_eq(ref_of(&c, &ref), RA_EUNSUPPORTED);
     ck_assert_msg(strstr(tu_msg, "'glr'") && strstr(tu_msg, "gdn"), "message: %s", tu_msg);
@@ -707,8 +687,7 @@ START_TEST(data_bad_input)
     ra_case_clear(&c);
     /* a gate whose exp() underflows even MPFR's widest exponent range: an
        honest failure, not a zero that both precisions would agree on */
-    tu_gdn_case(&c, &s2, 0, 0, 1);
-    tu_fill_default(&c, 71);
+    tu_ref_case(&c, &s2, TU_DO, 71);
     ra_tensor_set(tu_t(&c, "g"), 1, -1e30);
     ck_assert_int_eq(ref_of(&c, &ref), RA_ENUMERIC);
     ck_assert_msg(strstr(tu_msg, "underflow"), "message: %s", tu_msg);
@@ -719,30 +698,11 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("ref-gdn");
-    TCase *tc = tcase_create("special");
-    tcase_add_test(tc, special_beta0);
-    tcase_add_test(tc, special_overwrite);
-    tcase_add_test(tc, special_t1);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("random");
-    tcase_add_test(tc, random_naive);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("data");
-    tcase_add_test(tc, data_grouped);
-    tcase_add_test(tc, data_scale_text);
-    tcase_add_test(tc, data_bad_input);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("regress");
-    tcase_add_test(tc, regress_threads);
-    suite_add_tcase(s, tc);
+    tu_tcase(s, "special", tu_capture, NULL, special_beta0, special_overwrite, special_t1);
+    tu_tcase(s, "random", tu_capture, NULL, random_naive);
+    tu_tcase(s, "data", tu_capture, NULL, data_grouped, data_scale_text, data_bad_input);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_threads);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+int main(void) { return tu_run(suite()); }

@@ -9,6 +9,7 @@
 #include "audit/registry.h"
 #include "core/status.h"
 #include "core/table.h"
+#include "testutil.h"
 
 /*
  * Expected values come from the task statement (the eleven CPU variant
@@ -20,19 +21,6 @@
  * check); when that variable is absent the plugin tests are skipped with
  * a note rather than guessed.
  */
-
-static void quiet(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)reason, (void)file, (void)line, (void)code;
-}
-
-static void setup(void) { ra_set_error_handler(quiet); }
-
-static void msg_has(const char *needle)
-{
-    ck_assert_msg(strstr(ra_last_error(), needle), "message '%s' lacks '%s'", ra_last_error(),
-                  needle);
-}
 
 static ra_status fwd(const ra_case *c, ra_tensors *out, ra_run *run)
 {
@@ -48,17 +36,7 @@ static ra_status bwd(const ra_case *c, ra_tensors *out, ra_run *run)
 
 START_TEST(special_builtin)
 {
-    static const char *names[] = {"gdn.cpu.f64",
-                                  "gdn.cpu.f32",
-                                  "gdn.cpu.chunk64.ieee",
-                                  "gdn.cpu.chunk64.tf32",
-                                  "gdn.cpu.chunk64.bf16",
-                                  "gdn.cpu.chunk64.ieee.neumann",
-                                  "gdn.cpu.chunk64.tf32.neumann",
-                                  "gdn.cpu.chunk64.bf16.neumann",
-                                  "gdn.cpu.chunk128.ieee.schur",
-                                  "gdn.cpu.chunk128.tf32.schur",
-                                  "gdn.cpu.chunk128.bf16.schur"};
+    const char *const *names = tu_cpu_variants;
     ra_registry *r;
     ck_assert_int_eq(ra_registry_new(&r), RA_OK);
     ck_assert_uint_eq(ra_registry_count(r), 11);
@@ -115,7 +93,7 @@ START_TEST(special_add)
 
     ra_variant dup = {"gdn.test.one", "gdn", "again", RA_CPU, RA_FWD, fwd, NULL};
     ck_assert_int_eq(ra_registry_add(r, &dup), RA_EINVAL);
-    msg_has("already registered");
+    tu_has(ra_last_error(), "already registered");
 
     struct {
         ra_variant v;
@@ -138,7 +116,7 @@ START_TEST(special_add)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ck_assert_int_eq(ra_registry_add(r, &bad[i].v), RA_EINVAL);
-        msg_has(bad[i].msg);
+        tu_has(ra_last_error(), bad[i].msg);
     }
     /* 81 characters: one over the limit; 80 is accepted. */
     char name[82];
@@ -189,20 +167,11 @@ START_TEST(special_caps_and_table)
 }
 END_TEST
 
-/* Path of a libtool-built test plugin, or NULL (test skipped). */
-static const char *plugin_path(char *buf, size_t len, const char *dir, const char *name)
-{
-    const char *top = getenv("top_builddir");
-    if (!top)
-        return NULL;
-    snprintf(buf, len, "%s/%s/.libs/%s", top, dir, name);
-    return buf;
-}
-
 START_TEST(data_plugins)
 {
-    char path[4096];
-    if (!plugin_path(path, sizeof path, "tests", "libbadabi.so")) {
+    /* libtool puts the built objects under .libs */
+    const char *path = tu_buildpath("tests/.libs/libbadabi.so");
+    if (!path) {
         fprintf(stderr, "t-registry: top_builddir unset, plugin tests skipped\n");
         return;
     }
@@ -211,31 +180,27 @@ START_TEST(data_plugins)
     size_t n0 = ra_registry_count(r);
 
     ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_EUNSUPPORTED);
-    msg_has(path);
-    msg_has("ABI version 1002, this recaudit expects 2");
+    tu_has(ra_last_error(), path, "ABI version 1002, this recaudit expects 2");
 
-    plugin_path(path, sizeof path, "tests", "libnoabi.so");
+    path = tu_buildpath("tests/.libs/libnoabi.so");
     ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_ENOTFOUND);
-    msg_has(path);
-    msg_has("no symbol 'ra_plugin_abi_version'");
+    tu_has(ra_last_error(), path, "no symbol 'ra_plugin_abi_version'");
 
     /* libbadrow adds a valid row, then a bad one: the load fails and the
        valid row is removed again. */
-    plugin_path(path, sizeof path, "tests", "libbadrow.so");
+    path = tu_buildpath("tests/.libs/libbadrow.so");
     ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_EINVAL);
-    msg_has(path);
-    msg_has("variant name 'gdn.bad name'");
+    tu_has(ra_last_error(), path, "variant name 'gdn.bad name'");
     ck_assert_ptr_null(ra_registry_find(r, "gdn.bad.ok"));
 
     ck_assert_int_eq(ra_registry_load_plugin(r, "/nonexistent/libx.so"), RA_EIO);
-    msg_has("/nonexistent/libx.so");
-    msg_has("cannot load");
+    tu_has(ra_last_error(), "/nonexistent/libx.so", "cannot load");
     ck_assert_int_eq(ra_registry_load_plugin(r, ""), RA_EINVAL);
     ck_assert_uint_eq(ra_registry_count(r), n0);
 
     /* The example plugin registers one variant, remembered with its path;
        loading it twice is refused as a duplicate. */
-    plugin_path(path, sizeof path, "examples/plugin", "libgdnexample.so");
+    path = tu_buildpath("examples/plugin/.libs/libgdnexample.so");
     ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_OK);
     ck_assert_uint_eq(ra_registry_count(r), n0 + 1);
     const ra_variant *v = ra_registry_find(r, "gdn.example.f64");
@@ -244,12 +209,12 @@ START_TEST(data_plugins)
     ck_assert_str_eq(ra_registry_origin(r, n0), path);
     ck_assert_uint_eq(v->caps, RA_FWD | RA_BWD | RA_H0 | RA_GQA | RA_TAIL);
     ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_EINVAL);
-    msg_has("already registered");
+    tu_has(ra_last_error(), "already registered");
     ck_assert_uint_eq(ra_registry_count(r), n0 + 1);
     ra_registry_free(r);
 
     /* ra_registry_new_with_plugins: a failing plugin leaves nothing. */
-    plugin_path(path, sizeof path, "tests", "libnoabi.so");
+    path = tu_buildpath("tests/.libs/libnoabi.so");
     const char *list[] = {path, NULL};
     r = (ra_registry *)&r; /* poisoned: must be reset to NULL on failure */
     ck_assert_int_eq(ra_registry_new_with_plugins(&r, list), RA_ENOTFOUND);
@@ -260,25 +225,10 @@ END_TEST
 static Suite *registry_suite(void)
 {
     Suite *s = suite_create("registry");
-    TCase *special = tcase_create("special");
-    tcase_add_checked_fixture(special, setup, NULL);
-    tcase_add_test(special, special_builtin);
-    tcase_add_test(special, special_glob);
-    tcase_add_test(special, special_add);
-    tcase_add_test(special, special_caps_and_table);
-    suite_add_tcase(s, special);
-    TCase *data = tcase_create("data");
-    tcase_add_checked_fixture(data, setup, NULL);
-    tcase_add_test(data, data_plugins);
-    suite_add_tcase(s, data);
+    tu_tcase(s, "special", tu_capture, NULL, special_builtin, special_glob, special_add,
+             special_caps_and_table);
+    tu_tcase(s, "data", tu_capture, NULL, data_plugins);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(registry_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(registry_suite()); }

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <mpfr.h>
 
 #include "core/rng.h"
+#include "testutil.h"
 
 /*
  * Independent sources of expected values:
@@ -34,17 +34,6 @@
  */
 
 #define PREC 256
-
-static uint64_t test_seed(uint64_t fixed)
-{
-    const char *e = getenv("RA_CHECK_RANDOMIZE");
-    if (e && strcmp(e, "1") == 0) {
-        uint64_t s = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-        fprintf(stderr, "t-rng: RA_CHECK_RANDOMIZE seed %llu\n", (unsigned long long)s);
-        return s;
-    }
-    return fixed;
-}
 
 /* |y - exact| / ulp(exact), ulp in double's format (subnormal spacing
    below 2^-1022). */
@@ -77,13 +66,19 @@ static double err_vs_mpfr(double (*f)(double), mpfr_fn g, double x)
     return e;
 }
 
-/* logsigmoid and sigmoid in MPFR: -log1p(exp(-z)) and 1/(1+exp(-z)). */
-static int mpfr_logsigmoid(mpfr_ptr y, mpfr_srcptr z, mpfr_rnd_t rnd)
+/* logsigmoid and sigmoid in MPFR: -log1p(exp(-z)) and 1/(1+exp(-z)), with
+   exp(-z) at PREC + 64 bits. */
+static void init_exp_neg(mpfr_ptr t, mpfr_srcptr z)
 {
-    mpfr_t t;
     mpfr_init2(t, PREC + 64);
     mpfr_neg(t, z, MPFR_RNDN);
     mpfr_exp(t, t, MPFR_RNDN);
+}
+
+static int mpfr_logsigmoid(mpfr_ptr y, mpfr_srcptr z, mpfr_rnd_t rnd)
+{
+    mpfr_t t;
+    init_exp_neg(t, z);
     mpfr_log1p(t, t, MPFR_RNDN);
     int r = mpfr_neg(y, t, rnd);
     mpfr_clear(t);
@@ -93,9 +88,7 @@ static int mpfr_logsigmoid(mpfr_ptr y, mpfr_srcptr z, mpfr_rnd_t rnd)
 static int mpfr_sigmoid(mpfr_ptr y, mpfr_srcptr z, mpfr_rnd_t rnd)
 {
     mpfr_t t;
-    mpfr_init2(t, PREC + 64);
-    mpfr_neg(t, z, MPFR_RNDN);
-    mpfr_exp(t, t, MPFR_RNDN);
+    init_exp_neg(t, z);
     mpfr_add_ui(t, t, 1, MPFR_RNDN);
     int r = mpfr_ui_div(y, 1, t, rnd);
     mpfr_clear(t);
@@ -365,7 +358,7 @@ static void check_accuracy(double (*f)(double), mpfr_fn g, double lo, double hi,
                            int signed_, const char *what)
 {
     ra_rng *r;
-    ck_assert_int_eq(ra_rng_new(&r, test_seed(2024), what), RA_OK);
+    ck_assert_int_eq(ra_rng_new(&r, tu_seed(2024), what), RA_OK);
     double worst = 0, at = 0;
     for (int i = 0; i < 100000; i++) {
         double u = ra_rng_uniform_open(r);
@@ -405,108 +398,98 @@ START_TEST(random_log1p)
 }
 END_TEST
 
-/* Kolmogorov-Smirnov distance of sorted sample x against cdf. */
-static int cmp_double(const void *a, const void *b)
+/* Kolmogorov-Smirnov distance of sample x (sorted here) against cdf. */
+static double ks_distance(double *x, size_t n, double (*cdf)(double))
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double ks_distance(double *x, size_t n, double (*cdf)(double, double), double p)
-{
-    qsort(x, n, sizeof *x, cmp_double);
+    qsort(x, n, sizeof *x, tu_cmp_double);
     double d = 0;
     for (size_t i = 0; i < n; i++) {
-        double c = cdf(x[i], p);
+        double c = cdf(x[i]);
         double a = fabs(c - (double)i / n), b = fabs((double)(i + 1) / n - c);
         d = fmax(d, fmax(a, b));
     }
     return d;
 }
 
-static double normal_cdf(double x, double unused)
-{
-    (void)unused;
-    return 0.5 * erfc(-x / sqrt(2.0));
-}
-static double exp_cdf(double x, double mean) { return x <= 0 ? 0 : -expm1(-x / mean); }
-static double unif_cdf(double x, double unused)
-{
-    (void)unused;
-    return x <= 0 ? 0 : (x >= 1 ? 1 : x);
-}
+/* The CDFs of the standardised distributions: N(0,1), Exponential(1),
+   Uniform(0,1). */
+static double normal_cdf(double x) { return 0.5 * erfc(-x / sqrt(2.0)); }
+static double exp_cdf(double x) { return x <= 0 ? 0 : -expm1(-x); }
+static double unif_cdf(double x) { return x <= 0 ? 0 : (x >= 1 ? 1 : x); }
 
 /* KS critical value at false-failure probability 1e-6: sqrt(-ln(5e-7)/2)
    = 2.6907 over sqrt(n). */
 #define KS_CRIT(n) (2.6907 / sqrt((double)(n)))
 
-START_TEST(random_normal_stats)
+enum { NSTATS = 100000 };
+
+/* A generator's distribution as the stats tests check it. */
+typedef struct dist {
+    const char *name; /* the stream's name */
+    uint64_t seed;    /* fixed seed (RA_CHECK_RANDOMIZE replaces it) */
+    void (*draw)(double *x, size_t n, ra_rng *r);
+    double lo, hi;       /* every draw lies in (lo, hi) */
+    double mean;         /* population mean; the sample mean is within 5 */
+    double spread, per;  /* standard errors, spread / sqrt(per N) */
+    double normal_var;   /* a normal's variance: the sample variance is within 5
+                            standard errors, var sqrt(2 / (N - 1)); 0: not checked */
+    double shift, scale; /* (x - shift) / scale has the CDF cdf */
+    double (*cdf)(double x);
+} dist;
+
+static void draw_normal(double *x, size_t n, ra_rng *r) { ra_gen_normal(x, n, r, 2.0, 3.0); }
+static void draw_exp(double *x, size_t n, ra_rng *r) { ra_gen_exponential(x, n, r, 1.8); }
+static void draw_uniform(double *x, size_t n, ra_rng *r) { ra_gen_uniform(x, n, r, -3.0, 5.0); }
+
+enum { NORMAL, EXPONENTIAL, UNIFORM };
+static const dist dists[] = {
+    /* N(2, 9): the mean's sd is 3 / sqrt(N) */
+    [NORMAL] = {"normal", 5, draw_normal, -INFINITY, INFINITY, 2.0, 3.0, 1.0, 9.0, 2.0, 3.0,
+                normal_cdf},
+    /* mean 1.8, sd = mean; positive and finite */
+    [EXPONENTIAL] = {"exp", 6, draw_exp, 0, INFINITY, 1.8, 1.8, 1.0, 0, 0, 1.8, exp_cdf},
+    /* (-3, 5): sd 8 / sqrt(12) */
+    [UNIFORM] = {"uni", 8, draw_uniform, -3.0, 5.0, 1.0, 8.0, 12.0, 0, -3.0, 8.0, unif_cdf},
+};
+
+/* NSTATS draws: each inside the support, the moments, and the KS distance
+   of the standardised sample. */
+static void check_dist(const dist *d)
 {
-    enum { N = 100000 };
-    double *x = malloc(N * sizeof *x);
+    double *x = malloc(NSTATS * sizeof *x);
     ra_rng *r;
-    ck_assert_int_eq(ra_rng_new(&r, test_seed(5), "normal"), RA_OK);
-    ra_gen_normal(x, N, r, 2.0, 3.0);
+    ck_assert_int_eq(ra_rng_new(&r, tu_seed(d->seed), d->name), RA_OK);
+    d->draw(x, NSTATS, r);
     long double s = 0, s2 = 0;
-    for (int i = 0; i < N; i++)
-        s += x[i];
-    double mean = (double)(s / N);
-    for (int i = 0; i < N; i++)
-        s2 += (x[i] - mean) * (x[i] - mean);
-    double var = (double)(s2 / (N - 1));
-    /* mean: sd 3/sqrt(N); sample variance: sd 9 sqrt(2/(N-1)). */
-    ck_assert_msg(fabs(mean - 2.0) < 5 * 3.0 / sqrt(N), "mean %g", mean);
-    ck_assert_msg(fabs(var - 9.0) < 5 * 9.0 * sqrt(2.0 / (N - 1)), "variance %g", var);
-    for (int i = 0; i < N; i++)
-        x[i] = (x[i] - 2.0) / 3.0;
-    double d = ks_distance(x, N, normal_cdf, 0);
-    ck_assert_msg(d < KS_CRIT(N), "KS distance %g", d);
-    ra_rng_free(r);
-    free(x);
-}
-END_TEST
-
-START_TEST(random_exponential_stats)
-{
-    enum { N = 100000 };
-    double *x = malloc(N * sizeof *x);
-    ra_rng *r;
-    ck_assert_int_eq(ra_rng_new(&r, test_seed(6), "exp"), RA_OK);
-    ra_gen_exponential(x, N, r, 1.8);
-    long double s = 0;
-    for (int i = 0; i < N; i++) {
-        ck_assert(x[i] > 0 && isfinite(x[i]));
+    for (int i = 0; i < NSTATS; i++) {
+        ck_assert_msg(x[i] > d->lo && x[i] < d->hi, "%s: draw %d = %g", d->name, i, x[i]);
         s += x[i];
     }
-    double mean = (double)(s / N);
-    ck_assert_msg(fabs(mean - 1.8) < 5 * 1.8 / sqrt(N), "mean %g", mean); /* sd = mean */
-    double d = ks_distance(x, N, exp_cdf, 1.8);
-    ck_assert_msg(d < KS_CRIT(N), "KS distance %g", d);
+    double mean = (double)(s / NSTATS);
+    ck_assert_msg(fabs(mean - d->mean) < 5 * d->spread / sqrt(d->per * NSTATS), "%s: mean %g",
+                  d->name, mean);
+    if (d->normal_var > 0) {
+        for (int i = 0; i < NSTATS; i++)
+            s2 += (x[i] - mean) * (x[i] - mean);
+        double var = (double)(s2 / (NSTATS - 1));
+        ck_assert_msg(fabs(var - d->normal_var) < 5 * d->normal_var * sqrt(2.0 / (NSTATS - 1)),
+                      "%s: variance %g", d->name, var);
+    }
+    for (int i = 0; i < NSTATS; i++)
+        x[i] = (x[i] - d->shift) / d->scale;
+    double ks = ks_distance(x, NSTATS, d->cdf);
+    ck_assert_msg(ks < KS_CRIT(NSTATS), "%s: KS distance %g", d->name, ks);
     ra_rng_free(r);
     free(x);
 }
+
+START_TEST(random_normal_stats) { check_dist(&dists[NORMAL]); }
 END_TEST
 
-START_TEST(random_uniform_stats)
-{
-    enum { N = 100000 };
-    double *x = malloc(N * sizeof *x);
-    ra_rng *r;
-    ck_assert_int_eq(ra_rng_new(&r, test_seed(8), "uni"), RA_OK);
-    ra_gen_uniform(x, N, r, -3.0, 5.0);
-    long double s = 0;
-    for (int i = 0; i < N; i++) {
-        ck_assert(x[i] > -3.0 && x[i] < 5.0);
-        s += x[i];
-        x[i] = (x[i] + 3.0) / 8.0;
-    }
-    double mean = (double)(s / N);
-    ck_assert_msg(fabs(mean - 1.0) < 5 * 8.0 / sqrt(12.0 * N), "mean %g", mean);
-    double d = ks_distance(x, N, unif_cdf, 0);
-    ck_assert_msg(d < KS_CRIT(N), "KS distance %g", d);
-    ra_rng_free(r);
-    free(x);
-}
+START_TEST(random_exponential_stats) { check_dist(&dists[EXPONENTIAL]); }
+END_TEST
+
+START_TEST(random_uniform_stats) { check_dist(&dists[UNIFORM]); }
 END_TEST
 
 /* The gate transforms are f(z) of the stream's normals: the same stream
@@ -517,7 +500,7 @@ static void check_transform(void (*gen)(double *, size_t, ra_rng *, double, doub
     enum { N = 20000 };
     double *z = malloc(N * sizeof *z), *y = malloc(N * sizeof *y);
     ra_rng *a, *b;
-    uint64_t seed = test_seed(9);
+    uint64_t seed = tu_seed(9);
     ck_assert_int_eq(ra_rng_new(&a, seed, name), RA_OK);
     ck_assert_int_eq(ra_rng_new(&b, seed, name), RA_OK);
     ra_gen_normal(z, N, a, 0.0, sd);
@@ -553,7 +536,7 @@ END_TEST
 START_TEST(random_l2_rows)
 {
     ra_rng *r;
-    ck_assert_int_eq(ra_rng_new(&r, test_seed(10), "l2"), RA_OK);
+    ck_assert_int_eq(ra_rng_new(&r, tu_seed(10), "l2"), RA_OK);
     mpfr_t acc, t;
     mpfr_init2(acc, 4096);
     mpfr_init2(t, 4096);
@@ -620,42 +603,16 @@ END_TEST
 static Suite *rng_suite(void)
 {
     Suite *s = suite_create("rng");
-    TCase *tc = tcase_create("special");
-    tcase_add_test(tc, special_exp);
-    tcase_add_test(tc, special_log);
-    tcase_add_test(tc, special_log1p);
-    tcase_add_test(tc, special_sigmoid);
-    tcase_add_test(tc, special_uniform_open);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("data");
-    tcase_add_test(tc, data_mt19937_reference);
-    tcase_add_test(tc, data_seed_mixing);
-    tcase_add_test(tc, data_uniform_construction);
-    tcase_add_test(tc, data_polar_method);
-    tcase_add_test(tc, data_l2_rows);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("random");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, random_exp);
-    tcase_add_test(tc, random_log);
-    tcase_add_test(tc, random_log1p);
-    tcase_add_test(tc, random_normal_stats);
-    tcase_add_test(tc, random_exponential_stats);
-    tcase_add_test(tc, random_uniform_stats);
-    tcase_add_test(tc, random_gate_transforms);
-    tcase_add_test(tc, random_l2_rows);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("regress");
-    tcase_add_test(tc, regress_streams);
-    suite_add_tcase(s, tc);
+    tu_tcase(s, "special", NULL, NULL, special_exp, special_log, special_log1p, special_sigmoid,
+             special_uniform_open);
+    tu_tcase(s, "data", NULL, NULL, data_mt19937_reference, data_seed_mixing,
+             data_uniform_construction, data_polar_method, data_l2_rows);
+    tcase_set_timeout(tu_tcase(s, "random", NULL, NULL, random_exp, random_log, random_log1p,
+                               random_normal_stats, random_exponential_stats, random_uniform_stats,
+                               random_gate_transforms, random_l2_rows),
+                      120);
+    tu_tcase(s, "regress", NULL, NULL, regress_streams);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(rng_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(rng_suite()); }

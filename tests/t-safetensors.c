@@ -66,7 +66,7 @@ static uint8_t *image(size_t *len, const char *hdr, const void *data, size_t dle
         ra_status st_ = ra_safetensors_parse(&ts_, &kv_, img_, len_, "bad.safetensors");           \
         ck_assert_uint_eq(ts_.n, 0);                                                               \
         ck_assert_uint_eq(kv_.n, 0);                                                               \
-        io_expect_error(st_, code, "bad.safetensors", __VA_ARGS__, (const char *)NULL);            \
+        tu_expect_error(st_, code, "bad.safetensors", __VA_ARGS__);                                \
         free(img_);                                                                                \
     } while (0)
 
@@ -99,7 +99,7 @@ START_TEST(data_literal_image)
     ra_tensors_init(&ts);
     ra_kv_init(&kv);
     ck_assert_int_eq(ra_safetensors_parse(&ts, &kv, (const uint8_t *)img, len, "lit"), RA_OK);
-    ck_assert_int_eq(io_nerr, 0);
+    ck_assert_int_eq(tu_nerr, 0);
     ck_assert_uint_eq(kv.n, 2);
     ck_assert_str_eq(kv.keys[0], "k");
     ck_assert_str_eq(kv.vals[0], "v");
@@ -163,7 +163,7 @@ START_TEST(data_serialize_literal)
     free(buf);
 
     /* The file writer produces the same bytes. */
-    const char *p = io_tmp("lit.safetensors");
+    const char *p = tu_scratch("lit.safetensors");
     ck_assert_int_eq(ra_safetensors_write(p, &ts, &kv), RA_OK);
     ck_assert_int_eq(ra_file_read_all(&buf, &len, p), RA_OK);
     ck_assert_uint_eq(len, wlen);
@@ -305,7 +305,7 @@ START_TEST(random_roundtrip)
         for (size_t i = 0; i < ts.n; i++) {
             ra_tensor *t = ra_tensors_find(&back, ts.items[i]->name);
             ck_assert_ptr_nonnull(t);
-            io_assert_same_tensor(ts.items[i], t);
+            tu_assert_same_tensor(ts.items[i], t);
         }
         ck_assert_uint_eq(kback.n, kv.n);
         for (size_t i = 0; i < kv.n; i++) {
@@ -313,7 +313,7 @@ START_TEST(random_roundtrip)
             ck_assert_str_eq(kback.vals[i], kv.vals[i]);
         }
         /* File path: same bytes as the image. */
-        const char *p = io_tmp("rt.safetensors");
+        const char *p = tu_scratch("rt.safetensors");
         ck_assert_int_eq(ra_safetensors_write(p, &ts, &kv), RA_OK);
         ck_assert_int_eq(ra_file_read_all(&fbuf, &flen, p), RA_OK);
         ck_assert(flen == len && memcmp(fbuf, buf, len) == 0);
@@ -327,7 +327,7 @@ START_TEST(random_roundtrip)
         ra_kv_clear(&kv);
         ra_kv_clear(&kback);
     }
-    ck_assert_int_eq(io_nerr, 0);
+    ck_assert_int_eq(tu_nerr, 0);
 }
 END_TEST
 
@@ -352,27 +352,10 @@ START_TEST(random_mutations)
     static const char pool[] = "{}[]\",:0123456789-eE.FIBU \\";
     int refused = 0;
     for (int rep = 0; rep < 3000; rep++) {
-        memcpy(m, img, len);
-        size_t mlen = len;
-        int edits = 1 + (int)(io_rand() % 3);
-        for (int k = 0; k < edits; k++) {
-            /* mostly the length field and the header, sometimes anywhere */
-            size_t at = io_rand() % 4 ? io_rand() % (mlen < 160 ? mlen : 160) : io_rand() % mlen;
-            m[at] = io_rand() % 2 ? (uint8_t)pool[io_rand() % (sizeof pool - 1)]
-                                  : (uint8_t)(io_rand() >> 56);
-        }
-        if (io_rand() % 8 == 0)
-            mlen = io_rand() % mlen;
-        io_reset();
-        ra_status st = ra_safetensors_parse(&ts, &kv, m, mlen, "mut");
-        if (st != RA_OK) {
-            refused++;
-            ck_assert_msg(st == RA_EFORMAT || st == RA_EOVERFLOW, "status %d: %s", (int)st, io_msg);
-            ck_assert_int_eq(io_nerr, 1);
-            ck_assert(strncmp(io_msg, "mut: ", 5) == 0);
-        } else {
-            ck_assert_int_eq(io_nerr, 0);
-        }
+        /* mostly the length field and the header, sometimes anywhere */
+        size_t mlen = io_mutate(m, img, len, len < 160 ? len : 160, pool);
+        tu_reset();
+        refused += io_refused_cleanly(ra_safetensors_parse(&ts, &kv, m, mlen, "mut"));
         ra_tensors_clear(&ts);
         ra_kv_clear(&kv);
     }
@@ -389,8 +372,8 @@ START_TEST(bad_short_file)
     uint8_t b[5] = {1, 0, 0, 0, 0};
     ra_tensors ts;
     ra_tensors_init(&ts);
-    io_expect_error(ra_safetensors_parse(&ts, NULL, b, sizeof b, "short.st"), RA_EFORMAT,
-                    "short.st", "truncated", "header length", (const char *)NULL);
+    tu_expect_error(ra_safetensors_parse(&ts, NULL, b, sizeof b, "short.st"), RA_EFORMAT,
+                    "short.st", "truncated", "header length");
 }
 END_TEST
 
@@ -399,12 +382,12 @@ START_TEST(bad_header_beyond_file)
     uint8_t b[20] = {0xE8, 0x03}; /* 1000 */
     ra_tensors ts;
     ra_tensors_init(&ts);
-    io_expect_error(ra_safetensors_parse(&ts, NULL, b, sizeof b, "x.st"), RA_EFORMAT, "x.st",
-                    "header length 1000", "12 bytes", (const char *)NULL);
+    tu_expect_error(ra_safetensors_parse(&ts, NULL, b, sizeof b, "x.st"), RA_EFORMAT, "x.st",
+                    "header length 1000", "12 bytes");
     /* A length near 2^64: refused before any allocation or arithmetic wrap. */
     uint8_t c[16] = {0xF0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, '{', '}'};
-    io_expect_error(ra_safetensors_parse(&ts, NULL, c, sizeof c, "y.st"), RA_EFORMAT, "y.st",
-                    "header length 18446744073709551600", (const char *)NULL);
+    tu_expect_error(ra_safetensors_parse(&ts, NULL, c, sizeof c, "y.st"), RA_EFORMAT, "y.st",
+                    "header length 18446744073709551600");
 }
 END_TEST
 
@@ -412,7 +395,7 @@ START_TEST(bad_header_absurd)
 {
     /* A sparse 150 MB file whose header length claims 150e6 bytes: within
        the file, but beyond the 100 MB cap; refused before allocating. */
-    const char *p = io_tmp("huge.safetensors");
+    const char *p = tu_scratch("huge.safetensors");
     int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ck_assert_int_ge(fd, 0);
     uint64_t n = 150000000;
@@ -424,8 +407,8 @@ START_TEST(bad_header_absurd)
     ck_assert_int_eq(close(fd), 0);
     ra_tensors ts;
     ra_tensors_init(&ts);
-    io_expect_error(ra_safetensors_read(&ts, NULL, p), RA_EFORMAT, p, "150000000",
-                    "100000000-byte limit", (const char *)NULL);
+    tu_expect_error(ra_safetensors_read(&ts, NULL, p), RA_EFORMAT, p, "150000000",
+                    "100000000-byte limit");
 }
 END_TEST
 
@@ -586,8 +569,7 @@ START_TEST(bad_metadata)
     uint8_t *img = image(&len, "{\"__metadata__\":{\"k\":null}}", NULL, 0);
     ra_tensors ts;
     ra_tensors_init(&ts);
-    io_expect_error(ra_safetensors_parse(&ts, NULL, img, len, "m.st"), RA_EFORMAT, "m.st", "'k'",
-                    (const char *)NULL);
+    tu_expect_error(ra_safetensors_parse(&ts, NULL, img, len, "m.st"), RA_EFORMAT, "m.st", "'k'");
     free(img);
 }
 END_TEST
@@ -607,8 +589,7 @@ START_TEST(bad_leaves_caller_state)
                          "\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                          "\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
                          zeros, 9);
-    io_expect_error(ra_safetensors_parse(&ts, &kv, img, len, "k.st"), RA_EFORMAT, "trailing",
-                    (const char *)NULL);
+    tu_expect_error(ra_safetensors_parse(&ts, &kv, img, len, "k.st"), RA_EFORMAT, "trailing");
     ck_assert_uint_eq(ts.n, 1);
     ck_assert_str_eq(ts.items[0]->name, "keep");
     ck_assert_uint_eq(kv.n, 1);
@@ -628,19 +609,17 @@ END_TEST
 
 START_TEST(bad_write_inputs)
 {
-    const char *p = io_tmp("w.safetensors");
+    const char *p = tu_scratch("w.safetensors");
     io_put("w.safetensors", "old", 3);
     ra_tensors ts;
     ra_tensors_init(&ts);
     ra_tensor *t;
     ck_assert_int_eq(ra_tensors_new(&ts, &t, "__metadata__", RA_F32, 0, NULL), RA_OK);
-    io_expect_error(ra_safetensors_write(p, &ts, NULL), RA_EINVAL, "__metadata__", "reserved",
-                    (const char *)NULL);
+    tu_expect_error(ra_safetensors_write(p, &ts, NULL), RA_EINVAL, "__metadata__", "reserved");
     free(t->name);
     t->name = strdup("x");
     t->nbytes = 8; /* inconsistent with a 0-d f32 */
-    io_expect_error(ra_safetensors_write(p, &ts, NULL), RA_EINVAL, "tensor 'x'", "nbytes",
-                    (const char *)NULL);
+    tu_expect_error(ra_safetensors_write(p, &ts, NULL), RA_EINVAL, "tensor 'x'", "nbytes");
     t->nbytes = 4;
     /* Two tensors of one name (ra_tensors_add would replace: append by
        hand; cap is >= 8 after the first add). */
@@ -648,21 +627,19 @@ START_TEST(bad_write_inputs)
     ck_assert_int_eq(ra_tensor_clone(&u, t, NULL), RA_OK);
     ck_assert_uint_ge(ts.cap, 2);
     ts.items[ts.n++] = u;
-    io_expect_error(ra_safetensors_write(p, &ts, NULL), RA_EINVAL, "duplicate tensor 'x'",
-                    (const char *)NULL);
+    tu_expect_error(ra_safetensors_write(p, &ts, NULL), RA_EINVAL, "duplicate tensor 'x'");
     ts.n--;
     ra_tensor_free(u);
     /* Invalid UTF-8 in a name. */
     free(t->name);
     t->name = strdup("bad\xff");
-    io_expect_error(ra_safetensors_write(p, &ts, NULL), RA_EINVAL, "UTF-8", (const char *)NULL);
+    tu_expect_error(ra_safetensors_write(p, &ts, NULL), RA_EINVAL, "UTF-8");
     free(t->name);
     t->name = strdup("x");
     ra_kv kv;
     ra_kv_init(&kv);
     ck_assert_int_eq(ra_kv_set(&kv, "k", "\xc3"), RA_OK);
-    io_expect_error(ra_safetensors_write(p, &ts, &kv), RA_EINVAL, "metadata key 'k'", "UTF-8",
-                    (const char *)NULL);
+    tu_expect_error(ra_safetensors_write(p, &ts, &kv), RA_EINVAL, "metadata key 'k'", "UTF-8");
     ra_kv_clear(&kv);
     /* Every refusal left the old file alone and no temporary behind. */
     uint8_t *buf;
@@ -678,55 +655,15 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("safetensors");
-    TCase *tc = tcase_create("data");
-    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
-    tcase_add_test(tc, data_literal_image);
-    tcase_add_test(tc, data_serialize_literal);
-    tcase_add_test(tc, data_reference_implementation);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("special");
-    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
-    tcase_add_test(tc, special_empty);
-    tcase_add_test(tc, special_zero_size);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("random");
-    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
-    tcase_add_test(tc, random_roundtrip);
-    tcase_add_test(tc, random_mutations);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("bad");
-    tcase_add_checked_fixture(tc, io_tmp_setup, io_tmp_teardown);
-    tcase_add_test(tc, bad_short_file);
-    tcase_add_test(tc, bad_header_beyond_file);
-    tcase_add_test(tc, bad_header_absurd);
-    tcase_add_test(tc, bad_json_syntax);
-    tcase_add_test(tc, bad_json_not_object);
-    tcase_add_test(tc, bad_json_duplicate);
-    tcase_add_test(tc, bad_missing_dtype);
-    tcase_add_test(tc, bad_missing_shape);
-    tcase_add_test(tc, bad_missing_offsets);
-    tcase_add_test(tc, bad_entry_types);
-    tcase_add_test(tc, bad_dtype);
-    tcase_add_test(tc, bad_negative_dim);
-    tcase_add_test(tc, bad_shape_overflow);
-    tcase_add_test(tc, bad_begin_after_end);
-    tcase_add_test(tc, bad_span);
-    tcase_add_test(tc, bad_out_of_range);
-    tcase_add_test(tc, bad_overlap);
-    tcase_add_test(tc, bad_hole);
-    tcase_add_test(tc, bad_trailing);
-    tcase_add_test(tc, bad_metadata);
-    tcase_add_test(tc, bad_leaves_caller_state);
-    tcase_add_test(tc, bad_write_inputs);
-    suite_add_tcase(s, tc);
+    io_tcase(s, "data", data_literal_image, data_serialize_literal, data_reference_implementation);
+    io_tcase(s, "special", special_empty, special_zero_size);
+    io_tcase(s, "random", random_roundtrip, random_mutations);
+    io_tcase(s, "bad", bad_short_file, bad_header_beyond_file, bad_header_absurd, bad_json_syntax,
+             bad_json_not_object, bad_json_duplicate, bad_missing_dtype, bad_missing_shape,
+             bad_missing_offsets, bad_entry_types, bad_dtype, bad_negative_dim, bad_shape_overflow,
+             bad_begin_after_end, bad_span, bad_out_of_range, bad_overlap, bad_hole, bad_trailing,
+             bad_metadata, bad_leaves_caller_state, bad_write_inputs);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(suite()); }

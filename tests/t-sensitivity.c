@@ -8,6 +8,7 @@
 
 #include "audit/audit.h"
 #include "cpu/faults.h"
+#include "testutil.h"
 
 /*
  * Each test runs the validate entry point (ra_validate) over the shipped
@@ -22,18 +23,13 @@
  * test each suite row costs a file read.
  */
 
-static void quiet(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)reason, (void)file, (void)line, (void)code;
-}
-
 static ra_registry *reg;
 static ra_gates gates;
 static ra_suite quick;
 
 static void setup(void)
 {
-    ra_set_error_handler(quiet);
+    tu_capture();
     ck_assert_int_eq(ra_registry_new(&reg), RA_OK);
     ra_gates_init(&gates);
     ck_assert_msg(ra_gates_load(&gates, NULL) == RA_OK, "%s", ra_last_error());
@@ -47,19 +43,6 @@ static void teardown(void)
     ra_gates_clear(&gates);
     ra_registry_free(reg);
 }
-
-static const char *const all_variants[] = {"gdn.cpu.f64",
-                                           "gdn.cpu.f32",
-                                           "gdn.cpu.chunk64.ieee",
-                                           "gdn.cpu.chunk64.tf32",
-                                           "gdn.cpu.chunk64.bf16",
-                                           "gdn.cpu.chunk64.ieee.neumann",
-                                           "gdn.cpu.chunk64.tf32.neumann",
-                                           "gdn.cpu.chunk64.bf16.neumann",
-                                           "gdn.cpu.chunk128.ieee.schur",
-                                           "gdn.cpu.chunk128.tf32.schur",
-                                           "gdn.cpu.chunk128.bf16.schur",
-                                           NULL};
 
 /* Runs validate quick on the variants matching glob with faults. */
 static void run(ra_rows *rows, const char *glob, unsigned faults)
@@ -105,7 +88,7 @@ START_TEST(regress_clean)
     /* Every variant passed rows on every suite row (case), except that
        NKI's algorithms (neumann, schur: unit-keys requirement) skip the
        raw-keys rows, and only those. */
-    for (const char *const *v = all_variants; *v; v++)
+    for (const char *const *v = tu_cpu_variants; *v; v++)
         for (size_t c = 0; c < quick.n; c++) {
             size_t pass = 0, skip = 0;
             for (size_t i = 0; i < rows.n; i++) {
@@ -129,87 +112,75 @@ START_TEST(regress_clean)
 }
 END_TEST
 
-START_TEST(regress_dbeta_term)
+/* A planted defect: the variants (glob, and the list each of which must
+   be caught) and the tensors it must be caught on. */
+typedef struct defect {
+    unsigned fault;
+    const char *glob;
+    const char *const *variants;
+    const char *tensors[2]; /* the second may be NULL */
+    const char *what;
+} defect;
+
+static void expect_defect_caught(const defect *d)
 {
     ra_rows rows;
-    run(&rows, "gdn.cpu.*", RA_FAULT_DBETA_TERM);
-    expect_caught(&rows, all_variants, "dbeta", "dbeta missing a term");
+    run(&rows, d->glob, d->fault);
+    for (int i = 0; i < 2 && d->tensors[i]; i++)
+        expect_caught(&rows, d->variants, d->tensors[i], d->what);
     ra_rows_clear(&rows);
 }
+
+/* The variants honouring a defect: every CPU variant, the sequential
+   ones, the chunked ones (all but the first two), the ieee ones. */
+static const char *const seq[] = {"gdn.cpu.f64", "gdn.cpu.f32", NULL};
+static const char *const ieee[] = {"gdn.cpu.chunk64.ieee", "gdn.cpu.chunk64.ieee.neumann",
+                                   "gdn.cpu.chunk128.ieee.schur", NULL};
+#define ALL tu_cpu_variants
+#define CHUNKED (tu_cpu_variants + 2)
+
+static const defect dbeta_term = {
+    RA_FAULT_DBETA_TERM, "gdn.cpu.*", ALL, {"dbeta"}, "dbeta missing a term"};
+static const defect decay_after_update = {RA_FAULT_DECAY_AFTER_UPDATE,
+                                          "gdn.cpu.f[36][24]",
+                                          seq,
+                                          {"o", "ht"},
+                                          "decay after the delta update"};
+static const defect tail_mask = {
+    RA_FAULT_TAIL_MASK, "gdn.cpu.chunk*", CHUNKED, {"o", "ht"}, "tail mask off by one"};
+static const defect tf32_as_ieee = {
+    RA_FAULT_TF32_AS_IEEE, "gdn.cpu.chunk*.ieee*", ieee, {"o"}, "TF32 rounding in an ieee variant"};
+static const defect final_state_early = {
+    RA_FAULT_FINAL_STATE_EARLY, "gdn.cpu.*", ALL, {"ht"}, "final state one step early"};
+static const defect dk_group_sum = {
+    RA_FAULT_DK_GROUP_SUM, "gdn.cpu.*", ALL, {"dk"}, "dk without the group sum"};
+
+START_TEST(regress_dbeta_term) { expect_defect_caught(&dbeta_term); }
 END_TEST
 
-START_TEST(regress_decay_after_update)
-{
-    static const char *const seq[] = {"gdn.cpu.f64", "gdn.cpu.f32", NULL};
-    ra_rows rows;
-    run(&rows, "gdn.cpu.f[36][24]", RA_FAULT_DECAY_AFTER_UPDATE);
-    expect_caught(&rows, seq, "o", "decay after the delta update");
-    expect_caught(&rows, seq, "ht", "decay after the delta update");
-    ra_rows_clear(&rows);
-}
+START_TEST(regress_decay_after_update) { expect_defect_caught(&decay_after_update); }
 END_TEST
 
-START_TEST(regress_tail_mask)
-{
-    ra_rows rows;
-    run(&rows, "gdn.cpu.chunk*", RA_FAULT_TAIL_MASK);
-    expect_caught(&rows, all_variants + 2, "o", "tail mask off by one");
-    expect_caught(&rows, all_variants + 2, "ht", "tail mask off by one");
-    ra_rows_clear(&rows);
-}
+START_TEST(regress_tail_mask) { expect_defect_caught(&tail_mask); }
 END_TEST
 
-START_TEST(regress_tf32_as_ieee)
-{
-    static const char *const ieee[] = {"gdn.cpu.chunk64.ieee", "gdn.cpu.chunk64.ieee.neumann",
-                                       "gdn.cpu.chunk128.ieee.schur", NULL};
-    ra_rows rows;
-    run(&rows, "gdn.cpu.chunk*.ieee*", RA_FAULT_TF32_AS_IEEE);
-    expect_caught(&rows, ieee, "o", "TF32 rounding in an ieee variant");
-    ra_rows_clear(&rows);
-}
+START_TEST(regress_tf32_as_ieee) { expect_defect_caught(&tf32_as_ieee); }
 END_TEST
 
-START_TEST(regress_final_state_early)
-{
-    ra_rows rows;
-    run(&rows, "gdn.cpu.*", RA_FAULT_FINAL_STATE_EARLY);
-    expect_caught(&rows, all_variants, "ht", "final state one step early");
-    ra_rows_clear(&rows);
-}
+START_TEST(regress_final_state_early) { expect_defect_caught(&final_state_early); }
 END_TEST
 
-START_TEST(regress_dk_group_sum)
-{
-    ra_rows rows;
-    run(&rows, "gdn.cpu.*", RA_FAULT_DK_GROUP_SUM);
-    expect_caught(&rows, all_variants, "dk", "dk without the group sum");
-    ra_rows_clear(&rows);
-}
+START_TEST(regress_dk_group_sum) { expect_defect_caught(&dk_group_sum); }
 END_TEST
 
 static Suite *sensitivity_suite(void)
 {
     Suite *s = suite_create("sensitivity");
-    TCase *regress = tcase_create("regress");
-    tcase_add_checked_fixture(regress, setup, teardown);
-    tcase_set_timeout(regress, 600);
-    tcase_add_test(regress, regress_clean);
-    tcase_add_test(regress, regress_dbeta_term);
-    tcase_add_test(regress, regress_decay_after_update);
-    tcase_add_test(regress, regress_tail_mask);
-    tcase_add_test(regress, regress_tf32_as_ieee);
-    tcase_add_test(regress, regress_final_state_early);
-    tcase_add_test(regress, regress_dk_group_sum);
-    suite_add_tcase(s, regress);
+    tcase_set_timeout(tu_tcase(s, "regress", setup, teardown, regress_clean, regress_dbeta_term,
+                               regress_decay_after_update, regress_tail_mask, regress_tf32_as_ieee,
+                               regress_final_state_early, regress_dk_group_sum),
+                      600);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(sensitivity_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(sensitivity_suite()); }

@@ -12,6 +12,7 @@
 #include "core/ops.h"
 #include "core/status.h"
 #include "core/table.h"
+#include "testutil.h"
 
 /*
  * Every expected output is written out literally below, worked by hand
@@ -20,19 +21,6 @@
  * independent check that they are valid JSON with the intended types.
  * ra_fmt_value expectations come from hand rounding (worked in comments).
  */
-
-static int errors_seen;
-static void quiet_handler(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)reason, (void)file, (void)line, (void)code;
-    errors_seen++;
-}
-
-static void setup(void)
-{
-    ra_set_error_handler(quiet_handler);
-    errors_seen = 0;
-}
 
 /* Writes t in fmt to a malloc'ed string. */
 static char *render(const ra_table *t, ra_format fmt)
@@ -239,19 +227,21 @@ START_TEST(test_special_errors)
     ck_assert_int_eq(ra_table_new(&t, 2, empty), RA_EINVAL);
     ck_assert(strstr(ra_last_error(), "column 2") != NULL);
     ck_assert_int_eq(ra_table_new(&t, 0, dup), RA_EINVAL);
-    ck_assert_int_eq(errors_seen, 3);
+    ck_assert_int_eq(tu_nerr, 3);
 
+    static const struct {
+        const char *text;
+        ra_format f;
+    } names[] = {{"MD", RA_FMT_MARKDOWN},
+                 {"markdown", RA_FMT_MARKDOWN},
+                 {"csv", RA_FMT_CSV},
+                 {"json", RA_FMT_JSON},
+                 {"text", RA_FMT_TEXT}};
     ra_format f = RA_FMT_TEXT;
-    ck_assert_int_eq(ra_format_parse(&f, "MD"), RA_OK);
-    ck_assert_int_eq(f, RA_FMT_MARKDOWN);
-    ck_assert_int_eq(ra_format_parse(&f, "markdown"), RA_OK);
-    ck_assert_int_eq(f, RA_FMT_MARKDOWN);
-    ck_assert_int_eq(ra_format_parse(&f, "csv"), RA_OK);
-    ck_assert_int_eq(f, RA_FMT_CSV);
-    ck_assert_int_eq(ra_format_parse(&f, "json"), RA_OK);
-    ck_assert_int_eq(f, RA_FMT_JSON);
-    ck_assert_int_eq(ra_format_parse(&f, "text"), RA_OK);
-    ck_assert_int_eq(f, RA_FMT_TEXT);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        ck_assert_int_eq(ra_format_parse(&f, names[i].text), RA_OK);
+        ck_assert_int_eq(f, names[i].f);
+    }
     ck_assert_int_eq(ra_format_parse(&f, "xml"), RA_EINVAL);
     ck_assert(strstr(ra_last_error(), "'xml'") != NULL);
     ck_assert_int_eq(ra_format_parse(&f, NULL), RA_EINVAL);
@@ -323,30 +313,11 @@ END_TEST
 static Suite *table_suite(void)
 {
     Suite *s = suite_create("table");
-    TCase *data = tcase_create("data");
-    tcase_add_checked_fixture(data, setup, NULL);
-    tcase_add_test(data, test_data_text);
-    tcase_add_test(data, test_data_markdown);
-    tcase_add_test(data, test_data_csv);
-    tcase_add_test(data, test_data_json);
-    tcase_add_test(data, test_data_ops);
-    suite_add_tcase(s, data);
-    TCase *special = tcase_create("special");
-    tcase_add_checked_fixture(special, setup, NULL);
-    tcase_add_test(special, test_special_numbers);
-    tcase_add_test(special, test_special_escapes);
-    tcase_add_test(special, test_special_empty);
-    tcase_add_test(special, test_special_errors);
-    tcase_add_test(special, test_special_fmt_value);
-    suite_add_tcase(s, special);
+    tu_tcase(s, "data", tu_capture, NULL, test_data_text, test_data_markdown, test_data_csv,
+             test_data_json, test_data_ops);
+    tu_tcase(s, "special", tu_capture, NULL, test_special_numbers, test_special_escapes,
+             test_special_empty, test_special_errors, test_special_fmt_value);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(table_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(table_suite()); }

@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <mpfr.h>
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "testutil.h"
 
 /*
  * Independent sources of expected values:
@@ -25,44 +25,6 @@
  *  - MPFR's rounding to 8 / 11 bits with the formats' exponent range and
  *    mpfr_subnormalize, for random doubles (near ties included).
  */
-
-static int errors_seen;
-static void quiet_handler(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)reason, (void)file, (void)line, (void)code;
-    errors_seen++;
-}
-
-static void setup(void)
-{
-    ra_set_error_handler(quiet_handler);
-    errors_seen = 0;
-}
-
-static uint64_t test_seed(uint64_t fixed)
-{
-    const char *e = getenv("RA_CHECK_RANDOMIZE");
-    if (e && strcmp(e, "1") == 0) {
-        uint64_t s = (uint64_t)time(NULL);
-        fprintf(stderr, "t-tensor: RA_CHECK_RANDOMIZE seed %llu\n", (unsigned long long)s);
-        return s;
-    }
-    return fixed;
-}
-
-static uint32_t fbits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float bitsf(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 /* Decoders from the layout formula. */
 static double decode(uint16_t b, int ebits, int mbits)
@@ -254,25 +216,25 @@ START_TEST(special_tf32)
        ulp is bit 12 (0x1000).  1 + 2^-11 = 0x3F801000 is a tie between 1
        (even) and 1 + 2^-10 = 0x3F802000: away from zero gives the latter
        (RNE would give 1).  Signs mirror. */
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0x3F801000))), 0x3F802000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0xBF801000))), 0xBF802000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0x3F800FFF))), 0x3F800000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0x3F801001))), 0x3F802000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0x3F803000))), 0x3F804000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0x3F802000))), 0x3F802000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0x3F801000))), 0x3F802000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0xBF801000))), 0xBF802000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0x3F800FFF))), 0x3F800000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0x3F801001))), 0x3F802000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0x3F803000))), 0x3F804000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0x3F802000))), 0x3F802000);
     /* Carry into the exponent: 2 - 2^-11 = 0x3FFFF000 -> 2 = 0x40000000. */
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0x3FFFF000))), 0x40000000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0x3FFFF000))), 0x40000000);
     /* Overflow: the largest TF32 is 0x7F7FE000; 0x7F7FF000 is the tie above
        it, away from zero = Inf; FLT_MAX too. */
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0x7F7FEFFF))), 0x7F7FE000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0x7F7FF000))), 0x7F800000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(FLT_MAX)), 0x7F800000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(-FLT_MAX)), 0xFF800000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0x7F7FEFFF))), 0x7F7FE000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0x7F7FF000))), 0x7F800000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(FLT_MAX)), 0x7F800000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(-FLT_MAX)), 0xFF800000);
     /* Subnormals keep the same bit positions; zeros, Inf, NaN unchanged. */
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0x00001000))), 0x00002000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(bitsf(0x00000FFF))), 0x00000000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(-0.0f)), 0x80000000);
-    ck_assert_uint_eq(fbits(ra_round_tf32_rna(INFINITY)), 0x7F800000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0x00001000))), 0x00002000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(tu_bitsf(0x00000FFF))), 0x00000000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(-0.0f)), 0x80000000);
+    ck_assert_uint_eq(tu_fbits(ra_round_tf32_rna(INFINITY)), 0x7F800000);
     ck_assert(isnan(ra_round_tf32_rna(NAN)));
     /* bf16 rounding of a float, RNE: 1 + 2^-8 -> 1; 1 + 3 2^-8 -> 1 + 2^-6;
        FLT_MAX is above the bf16 threshold 0x1.ffp127 -> Inf. */
@@ -322,15 +284,17 @@ START_TEST(special_dtype_table)
     ck_assert_uint_eq(ra_dtype_size(RA_F64), 8);
     ck_assert_int_eq(ra_dtype_precision(RA_F16), 11);
     ck_assert_str_eq(ra_dtype_st_name(RA_BF16), "BF16");
+    static const struct {
+        const char *text;
+        ra_dtype dt;
+    } names[] = {{"BF16", RA_BF16}, {"half", RA_F16}, {"float64", RA_F64}};
     ra_dtype d;
-    ck_assert_int_eq(ra_dtype_parse(&d, "BF16"), RA_OK);
-    ck_assert_int_eq(d, RA_BF16);
-    ck_assert_int_eq(ra_dtype_parse(&d, "half"), RA_OK);
-    ck_assert_int_eq(d, RA_F16);
-    ck_assert_int_eq(ra_dtype_parse(&d, "float64"), RA_OK);
-    ck_assert_int_eq(d, RA_F64);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        ck_assert_int_eq(ra_dtype_parse(&d, names[i].text), RA_OK);
+        ck_assert_int_eq(d, names[i].dt);
+    }
     ck_assert_int_eq(ra_dtype_parse(&d, "f8"), RA_EINVAL);
-    ck_assert_int_eq(errors_seen, 1);
+    ck_assert_int_eq(tu_nerr, 1);
     ck_assert(strstr(ra_last_error(), "'f8'") != NULL);
     ck_assert_int_eq(ra_dtype_parse(&d, NULL), RA_EINVAL);
 }
@@ -384,7 +348,7 @@ static double round_by_mpfr(double x, int prec, long emin_m, long emax_m)
 START_TEST(random_rounding_vs_mpfr)
 {
     ra_rng *r;
-    ck_assert_int_eq(ra_rng_new(&r, test_seed(17), "round"), RA_OK);
+    ck_assert_int_eq(ra_rng_new(&r, tu_seed(17), "round"), RA_OK);
     for (int it = 0; it < 200000; it++) {
         int which = it % 2; /* 0: bf16, 1: f16 */
         int prec = which ? 11 : 8, emin = which ? -14 : -126, emax = which ? 15 : 127;
@@ -580,39 +544,13 @@ END_TEST
 static Suite *tensor_suite(void)
 {
     Suite *s = suite_create("tensor");
-    TCase *tc = tcase_create("special");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, special_bf16_rounding);
-    tcase_add_test(tc, special_f16_rounding);
-    tcase_add_test(tc, special_single_rounding);
-    tcase_add_test(tc, special_f32_set);
-    tcase_add_test(tc, special_tf32);
-    tcase_add_test(tc, special_ulp);
-    tcase_add_test(tc, special_dtype_table);
-    tcase_add_test(tc, special_shapes);
-    tcase_add_test(tc, special_tensor_values);
-    tcase_add_test(tc, special_collection);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("data");
-    tcase_add_test(tc, data_widen_all_patterns);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("random");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, random_rounding_vs_mpfr);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("regress");
-    tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, regress_zero_dim_after_large);
-    tcase_add_test(tc, regress_add_same_tensor);
-    suite_add_tcase(s, tc);
+    tu_tcase(s, "special", tu_capture, NULL, special_bf16_rounding, special_f16_rounding,
+             special_single_rounding, special_f32_set, special_tf32, special_ulp,
+             special_dtype_table, special_shapes, special_tensor_values, special_collection);
+    tu_tcase(s, "data", NULL, NULL, data_widen_all_patterns);
+    tu_tcase(s, "random", tu_capture, NULL, random_rounding_vs_mpfr);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_zero_dim_after_large, regress_add_same_tensor);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(tensor_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(tensor_suite()); }

@@ -13,6 +13,7 @@
 #include "audit/report.h"
 #include "core/case.h"
 #include "core/status.h"
+#include "testutil.h"
 
 /*
  * Expected values: metrics of small hand-made tensors worked by hand
@@ -23,21 +24,10 @@
  * by construction (refuse, fail, return zeros) next to gdn.cpu.f64.
  */
 
-static void quiet(const char *reason, const char *file, int line, ra_status code)
-{
-    (void)reason, (void)file, (void)line, (void)code;
-}
-
-static void setup(void) { ra_set_error_handler(quiet); }
-
 /* A 1-D f64 or f32 tensor with the given values, added to c. */
 static void put(ra_case *c, const char *name, ra_dtype dt, int n, const double *x)
 {
-    ra_tensor *t;
-    int64_t shape[1] = {n};
-    ck_assert_int_eq(ra_tensors_new(&c->tensors, &t, name, dt, 1, shape), RA_OK);
-    for (int i = 0; i < n; i++)
-        ra_tensor_set(t, i, x[i]);
+    tu_add(&c->tensors, name, dt, 1, (const int64_t[]){n}, x);
 }
 
 static ra_gates test_gates(const char *text)
@@ -50,27 +40,29 @@ static ra_gates test_gates(const char *text)
 
 #define HDR "op\tvariant-glob\tdtype\ttensor\tmetric\tthreshold\twhy\n"
 
-static ra_case_id test_id(void)
+/* A case id: op gdn, regime default, dtype f32, a seed, gradients. */
+static ra_case_id make_id(const char *shape, uint64_t seed, int h0)
 {
     ra_case_id id;
     memset(&id, 0, sizeof id);
     strcpy(id.op, "gdn");
-    strcpy(id.shape, "B=1,T=4,Hk=1,Hv=1,K=1,V=1");
+    strcpy(id.shape, shape);
     strcpy(id.regime, "default");
     strcpy(id.dtype, "f32");
     id.has_seed = 1;
-    id.seed = 5;
+    id.seed = seed;
+    id.h0 = h0;
     id.bwd = 1;
     return id;
 }
 
+static ra_case_id test_id(void) { return make_id("B=1,T=4,Hk=1,Hv=1,K=1,V=1", 5, 0); }
+
 START_TEST(special_compare)
 {
     ra_case ref, res;
-    ra_case_init(&ref);
-    ra_case_init(&res);
-    ck_assert_int_eq(ra_case_set_op(&ref, "gdn"), RA_OK);
-    ck_assert_int_eq(ra_case_set_op(&res, "gdn"), RA_OK);
+    tu_case_init(&ref, "gdn");
+    tu_case_init(&res, "gdn");
     put(&ref, "o", RA_F64, 4, (double[]){1, 2, 3, 4});
     put(&ref, "ht", RA_F64, 2, (double[]){0.5, -0.5});
     put(&ref, "dq", RA_F64, 2, (double[]){1, 1});
@@ -147,10 +139,8 @@ END_TEST
 START_TEST(special_compare_bad)
 {
     ra_case ref, res;
-    ra_case_init(&ref);
-    ra_case_init(&res);
-    ra_case_set_op(&ref, "gdn");
-    ra_case_set_op(&res, "gdn");
+    tu_case_init(&ref, "gdn");
+    tu_case_init(&res, "gdn");
     put(&ref, "o", RA_F64, 4, (double[]){1, 2, 3, 4});
     ra_tensor *t;
     ck_assert_int_eq(ra_tensors_new(&res.tensors, &t, "o", RA_F32, 2, (int64_t[]){2, 2}), RA_OK);
@@ -174,8 +164,7 @@ START_TEST(special_compare_bad)
 
     /* Check mode with nothing in common: an error, not a verdict. */
     ra_case other;
-    ra_case_init(&other);
-    ra_case_set_op(&other, "gdn");
+    tu_case_init(&other, "gdn");
     put(&other, "out", RA_F32, 1, (double[]){1});
     o.expected = NULL;
     ck_assert_int_eq(ra_check_compare(&rows, &other, &ref, &id, &o), RA_EINVAL);
@@ -223,15 +212,11 @@ static ra_status bwd_clash(const ra_case *c, ra_tensors *g, ra_run *run)
 static ra_case tiny_case(int h0, int hv, int T, int l2norm)
 {
     ra_case c;
-    ra_case_init(&c);
-    ra_case_set_op(&c, "gdn");
-    ck_assert_int_eq(ra_tensors_new(&c.tensors, NULL, "q", RA_F32, 4, (int64_t[]){1, T, 1, 2}),
-                     RA_OK);
-    ck_assert_int_eq(ra_tensors_new(&c.tensors, NULL, "v", RA_F32, 4, (int64_t[]){1, T, hv, 2}),
-                     RA_OK);
+    tu_case_init(&c, "gdn");
+    tu_add(&c.tensors, "q", RA_F32, 4, (const int64_t[]){1, T, 1, 2}, NULL);
+    tu_add(&c.tensors, "v", RA_F32, 4, (const int64_t[]){1, T, hv, 2}, NULL);
     if (h0)
-        ck_assert_int_eq(
-            ra_tensors_new(&c.tensors, NULL, "h0", RA_F32, 4, (int64_t[]){1, hv, 2, 2}), RA_OK);
+        tu_add(&c.tensors, "h0", RA_F32, 4, (const int64_t[]){1, hv, 2, 2}, NULL);
     if (l2norm)
         ra_kv_set(&c.params, "l2norm", "true");
     return c;
@@ -254,18 +239,19 @@ START_TEST(special_supports)
     ck_assert(!ra_variant_supports(&other, &c, 0, why, sizeof why));
     ck_assert_str_eq(why, "variant is for op glr, the case is gdn");
     ra_case_clear(&c);
-    c = tiny_case(0, 2, 64, 0);
-    ck_assert(!ra_variant_supports(&bare, &c, 0, why, sizeof why));
-    ck_assert_str_eq(why, "no grouped value heads (capability gqa)");
-    ra_case_clear(&c);
-    c = tiny_case(0, 1, 100, 0);
-    ck_assert(!ra_variant_supports(&bare, &c, 0, why, sizeof why));
-    ck_assert_str_eq(why, "T=100 is not a multiple of 64 (capability tail)");
-    ra_case_clear(&c);
-    c = tiny_case(0, 1, 128, 1);
-    ck_assert(!ra_variant_supports(&bare, &c, 0, why, sizeof why));
-    ck_assert_str_eq(why, "no in-kernel L2 normalisation (capability l2norm)");
-    ra_case_clear(&c);
+    /* What the bare variant lacks for each tiny case. */
+    static const struct {
+        int hv, T, l2norm;
+        const char *why;
+    } lacks[] = {{2, 64, 0, "no grouped value heads (capability gqa)"},
+                 {1, 100, 0, "T=100 is not a multiple of 64 (capability tail)"},
+                 {1, 128, 1, "no in-kernel L2 normalisation (capability l2norm)"}};
+    for (size_t i = 0; i < sizeof lacks / sizeof lacks[0]; i++) {
+        c = tiny_case(0, lacks[i].hv, lacks[i].T, lacks[i].l2norm);
+        ck_assert(!ra_variant_supports(&bare, &c, 0, why, sizeof why));
+        ck_assert_str_eq(why, lacks[i].why);
+        ra_case_clear(&c);
+    }
     c = tiny_case(0, 1, 128, 0);
     ck_assert(ra_variant_supports(&bare, &c, 0, why, sizeof why));
 
@@ -330,10 +316,8 @@ static char *capture_tap(const ra_rows *rows)
 START_TEST(regress_tap_json)
 {
     ra_case ref, res;
-    ra_case_init(&ref);
-    ra_case_init(&res);
-    ra_case_set_op(&ref, "gdn");
-    ra_case_set_op(&res, "gdn");
+    tu_case_init(&ref, "gdn");
+    tu_case_init(&res, "gdn");
     ra_tensor *a, *b;
     ck_assert_int_eq(ra_tensors_new(&ref.tensors, &a, "o", RA_F64, 2, (int64_t[]){2, 3}), RA_OK);
     ck_assert_int_eq(ra_tensors_new(&res.tensors, &b, "o", RA_F32, 2, (int64_t[]){2, 3}), RA_OK);
@@ -439,20 +423,7 @@ static ra_registry *test_registry(void)
     return r;
 }
 
-static ra_case_id tiny_id(int h0)
-{
-    ra_case_id id;
-    memset(&id, 0, sizeof id);
-    strcpy(id.op, "gdn");
-    strcpy(id.shape, "B=1,T=8,Hk=1,Hv=2,K=4,V=4");
-    strcpy(id.regime, "default");
-    strcpy(id.dtype, "f32");
-    id.seed = 3;
-    id.has_seed = 1;
-    id.h0 = h0;
-    id.bwd = 1;
-    return id;
-}
+static ra_case_id tiny_id(int h0) { return make_id("B=1,T=8,Hk=1,Hv=2,K=4,V=4", 3, h0); }
 
 /* Rows of one variant, counted by verdict. */
 static void count_variant(const ra_rows *rows, const char *v, size_t *pass, size_t *fail,
@@ -599,30 +570,11 @@ END_TEST
 static Suite *validate_suite(void)
 {
     Suite *s = suite_create("validate");
-    TCase *special = tcase_create("special");
-    tcase_add_checked_fixture(special, setup, NULL);
-    tcase_add_test(special, special_compare);
-    tcase_add_test(special, special_compare_bad);
-    tcase_add_test(special, special_supports);
-    suite_add_tcase(s, special);
-    TCase *regress = tcase_create("regress");
-    tcase_add_checked_fixture(regress, setup, NULL);
-    tcase_add_test(regress, regress_tap_json);
-    suite_add_tcase(s, regress);
-    TCase *data = tcase_create("data");
-    tcase_add_checked_fixture(data, setup, NULL);
-    tcase_set_timeout(data, 300);
-    tcase_add_test(data, data_audit_case);
-    tcase_add_test(data, data_validate);
-    suite_add_tcase(s, data);
+    tu_tcase(s, "special", tu_capture, NULL, special_compare, special_compare_bad,
+             special_supports);
+    tcase_set_timeout(tu_tcase(s, "data", tu_capture, NULL, data_audit_case, data_validate), 300);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_tap_json);
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(validate_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return tu_run(validate_suite()); }

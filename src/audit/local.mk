@@ -19,15 +19,15 @@ dist_suites_DATA = data/suites/quick.tsv data/suites/full.tsv
 check_PROGRAMS += tests/t-registry tests/t-gates tests/t-validate tests/t-sensitivity
 TESTS += tests/t-registry tests/t-gates tests/t-validate tests/t-sensitivity
 tests_t_registry_CFLAGS = $(TEST_CFLAGS)
-tests_t_registry_LDADD = $(TEST_LIBS)
+tests_t_registry_LDADD = tests/libtestutil.la $(TEST_LIBS)
 # The test loads plugins that resolve ra_registry_add from the executable.
 tests_t_registry_LDFLAGS = $(AM_LDFLAGS) -Wl,--export-dynamic
 tests_t_gates_CFLAGS = $(TEST_CFLAGS)
-tests_t_gates_LDADD = $(TEST_LIBS)
+tests_t_gates_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_validate_CFLAGS = $(TEST_CFLAGS)
-tests_t_validate_LDADD = $(TEST_LIBS)
+tests_t_validate_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_sensitivity_CFLAGS = $(TEST_CFLAGS)
-tests_t_sensitivity_LDADD = $(TEST_LIBS)
+tests_t_sensitivity_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 TESTS += tests/audit-commands.sh tests/audit-validate.sh
 EXTRA_DIST += tests/audit-commands.sh tests/audit-validate.sh

@@ -4,23 +4,17 @@ librecaudit_a_SOURCES += src/core/file.c src/core/safetensors.c src/core/npy.c
 check_PROGRAMS += tests/t-file tests/t-safetensors tests/t-npy tests/t-case
 TESTS += tests/t-file tests/t-safetensors tests/t-npy tests/t-case
 tests_t_file_CFLAGS = $(TEST_CFLAGS)
-tests_t_file_LDADD = $(TEST_LIBS)
+tests_t_file_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_safetensors_CFLAGS = $(TEST_CFLAGS)
-tests_t_safetensors_LDADD = $(TEST_LIBS)
+tests_t_safetensors_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_npy_CFLAGS = $(TEST_CFLAGS)
-tests_t_npy_LDADD = $(TEST_LIBS)
+tests_t_npy_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_case_CFLAGS = $(TEST_CFLAGS)
-tests_t_case_LDADD = $(TEST_LIBS)
+tests_t_case_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_file_SOURCES = tests/t-file.c tests/io-testutil.h
 tests_t_safetensors_SOURCES = tests/t-safetensors.c tests/io-testutil.h
 tests_t_npy_SOURCES = tests/t-npy.c tests/io-testutil.h
 tests_t_case_SOURCES = tests/t-case.c tests/io-testutil.h
-# The fixtures' directory when the suites run outside make check.
-IO_TEST_CPPFLAGS = $(AM_CPPFLAGS) -DRA_TOP_SRCDIR='"$(abs_top_srcdir)"'
-tests_t_file_CPPFLAGS = $(IO_TEST_CPPFLAGS)
-tests_t_safetensors_CPPFLAGS = $(IO_TEST_CPPFLAGS)
-tests_t_npy_CPPFLAGS = $(IO_TEST_CPPFLAGS)
-tests_t_case_CPPFLAGS = $(IO_TEST_CPPFLAGS)
 
 EXTRA_DIST += tests/data/io/py.safetensors \
 	tests/data/io/f4-1d.npy tests/data/io/f8-2d.npy tests/data/io/f4-3d.npy \

@@ -6,6 +6,14 @@ librecaudit_a_SOURCES += src/core/status.c src/core/status.h \
 	src/core/progress.h src/core/table.h
 pkginclude_HEADERS += include/recaudit/types.h
 
+# Scaffolding shared by every Check suite (tests/testutil.h), a convenience
+# library each tests_t_*_LDADD names first.  RA_TOP_SRCDIR locates source
+# tree fixtures when a suite runs outside make check.
+check_LTLIBRARIES += tests/libtestutil.la
+tests_libtestutil_la_SOURCES = tests/testutil.c tests/testutil.h
+tests_libtestutil_la_CPPFLAGS = $(AM_CPPFLAGS) -DRA_TOP_SRCDIR='"$(abs_top_srcdir)"'
+tests_libtestutil_la_CFLAGS = $(TEST_CFLAGS)
+
 include src/core/io.mk
 include src/core/gen.mk
 include src/core/report.mk

@@ -15,7 +15,7 @@ librecaudit_a_SOURCES += src/gpu/device.cu src/gpu/rounding_probe.cu
 check_PROGRAMS += tests/t-gpu-rounding
 TESTS += tests/t-gpu-rounding
 tests_t_gpu_rounding_CFLAGS = $(TEST_CFLAGS)
-tests_t_gpu_rounding_LDADD = $(TEST_LIBS)
+tests_t_gpu_rounding_LDADD = tests/libtestutil.la $(TEST_LIBS)
 else
 librecaudit_a_SOURCES += src/gpu/device_none.c
 endif

@@ -6,4 +6,4 @@ check_PROGRAMS += tests/t-gradcheck
 TESTS += tests/t-gradcheck
 tests_t_gradcheck_SOURCES = tests/t-gradcheck.c tests/ref-testutil.h
 tests_t_gradcheck_CFLAGS = $(TEST_CFLAGS)
-tests_t_gradcheck_LDADD = $(TEST_LIBS)
+tests_t_gradcheck_LDADD = tests/libtestutil.la $(TEST_LIBS)

@@ -7,19 +7,19 @@ check_PROGRAMS += tests/t-ref-gdn
 TESTS += tests/t-ref-gdn
 tests_t_ref_gdn_SOURCES = tests/t-ref-gdn.c tests/ref-testutil.h tests/ref-naive.h
 tests_t_ref_gdn_CFLAGS = $(TEST_CFLAGS)
-tests_t_ref_gdn_LDADD = $(TEST_LIBS)
+tests_t_ref_gdn_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 check_PROGRAMS += tests/t-certify
 TESTS += tests/t-certify
 tests_t_certify_SOURCES = tests/t-certify.c tests/ref-testutil.h
 tests_t_certify_CFLAGS = $(TEST_CFLAGS)
-tests_t_certify_LDADD = $(TEST_LIBS)
+tests_t_certify_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 check_PROGRAMS += tests/t-ref-cache
 TESTS += tests/t-ref-cache
 tests_t_ref_cache_SOURCES = tests/t-ref-cache.c tests/ref-testutil.h
 tests_t_ref_cache_CFLAGS = $(TEST_CFLAGS)
-tests_t_ref_cache_LDADD = $(TEST_LIBS)
+tests_t_ref_cache_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 TESTS += tests/ref-cli.sh
 EXTRA_DIST += tests/ref-cli.sh
