@@ -11,7 +11,7 @@ cmp -s a.safetensors b.safetensors || fail "same arguments gave different bytes"
 expect_status 0 gen --op gdn --shape $shape --dtype bf16 --seed 8 -o c.safetensors
 cmp -s a.safetensors c.safetensors && fail "seeds 7 and 8 gave identical files"
 
-# Documented layout (SPEC.md 1, src/core/gen_gdn.h): q, k [B,T,Hk,K] and
+# Documented layout (docs/gdn.md, src/core/gen_gdn.h): q, k [B,T,Hk,K] and
 # v, do [B,T,Hv,V] in the requested dtype; g, beta [B,T,Hv] and dht
 # [B,Hv,K,V] in f32; no h0 unless asked for.
 expect_status 0 inspect --format csv a.safetensors

@@ -1,9 +1,9 @@
-/* A deliberately naive MPFR transcription of SPEC.md section 1, for the tests. */
+/* A deliberately naive MPFR transcription of docs/gdn.md, for the tests. */
 #ifndef RA_TESTS_REF_NAIVE_H
 #define RA_TESTS_REF_NAIVE_H
 
 /*
- * Every state S_0 .. S_T is stored, the operations follow the SPEC.md
+ * Every state S_0 .. S_T is stored, the operations follow the docs/gdn.md
  * listing in its order (S~ = a S, u = beta (v - S~^T k), S = S~ + k u^T,
  * o = scale S^T q; the reverse-time adjoint with dg = <dS~, S~>), dot
  * products accumulate with mpfr_fma, and the l2norm chain rule is applied

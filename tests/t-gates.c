@@ -18,7 +18,7 @@
  * tensor, then exact dtype), with the literal counts written beside each
  * row.  Expected refusals name the file and line of the bad row; line
  * numbers are counted by hand in the literal texts.  The shipped tables
- * are checked against lists written from the task and SPEC.md (the 11 CPU
+ * are checked against lists written from the documented naming scheme and docs/gdn.md (the 11 CPU
  * variant names, the gdn tensors, the seven regimes), not against the code.
  */
 
@@ -168,7 +168,7 @@ START_TEST(data_crlf)
 END_TEST
 
 /* The shipped gates cover every tensor of every CPU variant (names from
-   the task statement) and the example plugin with rel_rms and max_rel. */
+   the documented naming scheme) and the example plugin with rel_rms and max_rel. */
 START_TEST(data_shipped_gates)
 {
     /* the CPU variants, then the example plugin's */
@@ -267,7 +267,7 @@ END_TEST
 
 START_TEST(data_shipped_suites)
 {
-    /* quick: every regime of DESIGN.md, grouped heads, a partial last
+    /* quick: every regime, grouped heads, a partial last
        chunk, h0, bf16 inputs and gradients somewhere in the grid. */
     static const char *regimes[] = {"default",  "zero-gate", "strong-decay", "near-unit",
                                     "raw-keys", "tail",      "large-state"};
@@ -297,7 +297,7 @@ START_TEST(data_shipped_suites)
     ck_assert(gqa && tail && h0 && bf16 && bwd);
     ra_suite_clear(&s);
 
-    /* full: the production gdn shape of SPEC.md section 5 (B=1, Hk=16,
+    /* full: the production gdn shape of the source documents (B=1, Hk=16,
        Hv=32, K=V=128, T from 4096 to 32768) and NKI's T up to 2304. */
     ra_suite_init(&s);
     ck_assert_int_eq(ra_suite_load(&s, "full"), RA_OK);

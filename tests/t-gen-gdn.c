@@ -20,7 +20,7 @@
  * for bit; population moments from closed forms (normal, exponential) or
  * from numerical integration with GSL's qagi and libm (E logsigmoid(Z),
  * sd of sigmoid(Z)); and for large-state, a double-precision sequential
- * gated delta rule forward written here from SPEC.md section 1.
+ * gated delta rule forward written here from docs/gdn.md.
  * Sample statistics are checked at 5 standard errors.
  */
 
@@ -385,7 +385,7 @@ START_TEST(random_decay_regimes)
 }
 END_TEST
 
-/* max |S_t| over all steps of the sequential forward (SPEC.md section 1),
+/* max |S_t| over all steps of the sequential forward (docs/gdn.md),
    in double: S~ = exp(g) S; u = beta (v - S~^T k); S = S~ + k u^T. */
 static double max_state(const ra_case *c)
 {

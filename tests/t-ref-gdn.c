@@ -13,7 +13,7 @@
 /*
  * Expected values come from (a) closed forms derived by hand for special
  * inputs, evaluated in MPFR here, (b) an independent, deliberately naive
- * MPFR transcription of the SPEC.md listing (every state stored, SPEC's
+ * MPFR transcription of the docs/gdn.md listing (every state stored, the
  * order of operations, mpfr_fma accumulation, the Frobenius dg) -- a
  * different algorithm from src/ref/gdn.c's scaled-state, raw-key,
  * recursion-for-dg one -- and (c) exact identities between runs (grouped
@@ -452,7 +452,7 @@ START_TEST(special_t1)
 }
 END_TEST
 
-/* --- (b) the independent transcription of SPEC.md (ref-naive.h) --------------------------- */
+/* --- (b) the independent transcription of docs/gdn.md (ref-naive.h) --------------------------- */
 
 /* Against the naive transcription, with the backward's checkpoints every
    1, 3 and T steps and at the default spacing: segments of one step (no

@@ -12,7 +12,7 @@
 #include "testutil.h"
 
 /*
- * Expected values come from the task statement (the eleven CPU variant
+ * Expected values come from the documented naming scheme (the eleven CPU variant
  * names), from the glob semantics of POSIX fnmatch worked by hand, and
  * from the rules the registry documents (name alphabet, caps consistency,
  * duplicates).  Plugins: the three broken objects built from

@@ -14,7 +14,7 @@
  *  - paths of files in the source and build trees, and a scratch directory
  *    per test;
  *  - tensors and cases made by hand: add with values, find-or-fail, the
- *    gdn case skeleton of SPEC.md section 1 (zeros of the right shapes),
+ *    gdn case skeleton of docs/gdn.md (zeros of the right shapes),
  *    bit-for-bit comparison, the CPU variant names;
  *  - float bit casts and a qsort comparison of doubles.
  * The helpers assert with Check (ck_assert*), so they belong in test bodies
@@ -131,7 +131,7 @@ void tu_assert_same_tensor(const ra_tensor *a, const ra_tensor *b);
 /* The same tensors in the same order, each bit-identical. */
 void tu_assert_same_tensors(const ra_tensors *a, const ra_tensors *b);
 
-/* The eleven CPU variants the task statement names, f64 and f32 first,
+/* The eleven built-in CPU variants, by the documented naming scheme, f64 and f32 first,
    then the chunked ones; NULL ended.  Written out from the statement, not
    read from the registry, so suites can hold the registry to it. */
 extern const char *const tu_cpu_variants[];

@@ -11,7 +11,7 @@
  *     cc -O2 -fPIC -shared -I$(prefix)/include gdn_example.c -o libgdnexample.so -lm
  *     recaudit validate --variant 'gdn.example.*' --suite quick --plugin ./libgdnexample.so
  *
- * The kernel is SPEC.md section 1 written out literally, per (batch, value
+ * The kernel is docs/gdn.md written out literally, per (batch, value
  * head): S_t = a_t S_{t-1} + k_t u_t^T with u_t = beta_t (v_t - a_t S_{t-1}^T
  * k_t), o_t = scale S_t^T q_t; the backward is the reverse-time adjoint with
  * every state S_0..S_T kept (O(T K V) doubles per head: simple, not
@@ -160,7 +160,7 @@ static ra_status forward(const ra_case *c, ra_tensors *out, ra_run *run)
 
 static void add(ra_tensor *t, int64_t i, double x) { ra_tensor_set(t, i, ra_tensor_get(t, i) + x); }
 
-/* Reverse-time adjoint of head (b, h) (SPEC.md section 1); dq and dk are
+/* Reverse-time adjoint of head (b, h) (docs/gdn.md); dq and dk are
    summed over the value heads of a key head. */
 static void backward_head(const gdn *p, int64_t b, int64_t h, const double *S, double *lam,
                           double *du, ra_tensor **d)

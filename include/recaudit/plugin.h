@@ -18,7 +18,7 @@
  * symbols allowed, the default for shared objects).
  *
  * Contract of forward(c, out, run): read the inputs of case c (tensors by
- * their SPEC.md names, parameters by key), add every output tensor to out
+ * their documented names (docs/gdn.md), parameters by key), add every output tensor to out
  * (for gdn: o [B,T,Hv,V] and ht [B,Hv,K,V]) in the variant's storage dtype,
  * return RA_OK or an ra_status after reporting why with ra_error.
  * backward(c, grads, run): c also holds the cotangents (do, dht); add the

@@ -15,7 +15,7 @@
 /*
  * A result and a reference are compared tensor by tensor with
  * ra_metrics_compute, ulps counted in the result tensor's storage dtype
- * (DESIGN.md: max_ulp is in the output's storage format).  Each metric that
+ * (max_ulp is in the output's storage format).  Each metric that
  * a gate selects (src/audit/gates.h) becomes one verdict row carrying the
  * full metrics of its tensor and the worst element, so every printer (the
  * validate table, TAP, JSON, the audit table) reads the same rows.
@@ -405,7 +405,7 @@ ra_status ra_check_compare(ra_rows *rows, const ra_case *result, const ra_case *
         compared++;
     }
     if (!compared)
-        RA_ERROR("the result holds none of the reference's tensors (names must follow SPEC.md: "
+        RA_ERROR("the result holds none of the reference's tensors (names must follow docs/gdn.md: "
                  "o, ht, dq, dk, dv, dg, dbeta, dh0 for gdn)",
                  RA_EINVAL);
     return RA_OK;

@@ -5,7 +5,7 @@
 /*
  * Each subcommand lives in its own cmd_<name>.c and exposes
  * int ra_cmd_<name>(int argc, char **argv) with argv[0] the subcommand name.
- * Return: 0 pass, 1 a gate failed, 2 bad usage or bad input (DESIGN.md).
+ * Return: 0 pass, 1 a gate failed, 2 bad usage or bad input.
  * Usage errors print the subcommand's usage line to stderr.
  */
 

@@ -17,7 +17,7 @@
  * --seed, --h0, --l2norm, --dtype exactly as `recaudit gen` would.  Without
  * --grads the reference backward is checked (the proof that its closed
  * forms are right); with --grads FILE the gradients in FILE (any backward's
- * output, by their SPEC.md names) are.  One row per input tensor with the
+ * output, by their documented names (docs/gdn.md)) are.  One row per input tensor with the
  * decimal digits of agreement; exit 1 when a row is below --min-digits.
  */
 

@@ -56,7 +56,7 @@ typedef struct list_kind {
 } list_kind;
 
 static const list_kind kinds[] = {
-    {"ops", "operations the suite knows, with where SPEC.md defines them", list_ops, 0},
+    {"ops", "operations the suite knows, with their tensor layout", list_ops, 0},
     {"regimes", "input distributions for `recaudit gen --regime`", list_regimes, 0},
     {"variants", "kernel variants: name, op, device, capabilities, doc", ra_list_variants, 1},
     {"suites", "conformance suites for `recaudit validate --suite`", ra_list_suites, 0},

@@ -8,7 +8,7 @@
 /*
  * A case file is a .safetensors file whose __metadata__ holds "op", the
  * format version "recaudit_format" and every parameter as a string
- * (DESIGN.md "Formats").  Result and reference files use the same layout,
+ * (README "File formats").  Result and reference files use the same layout,
  * with the producing variant or the reference's certificate in the metadata.
  */
 

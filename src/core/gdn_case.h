@@ -9,7 +9,7 @@
 #include "core/status.h"
 
 /*
- * SPEC.md section 1.  Inputs q, k [B,T,Hk,K]; v [B,T,Hv,V]; g, beta [B,T,Hv];
+ * docs/gdn.md.  Inputs q, k [B,T,Hk,K]; v [B,T,Hv,V]; g, beta [B,T,Hv];
  * optional h0 [B,Hv,K,V]; cotangents do [B,T,Hv,V], optional dht [B,Hv,K,V].
  * Parameters (case metadata): scale (default K^-1/2), l2norm (default
  * false), l2eps (default 1e-6).  Every reader of a gdn case (references,

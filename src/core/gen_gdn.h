@@ -9,7 +9,7 @@
 #include "core/status.h"
 
 /*
- * Tensor layout (SPEC.md section 1): q, k [B,T,Hk,K]; v [B,T,Hv,V];
+ * Tensor layout (docs/gdn.md): q, k [B,T,Hk,K]; v [B,T,Hv,V];
  * g, beta [B,T,Hv]; h0 [B,Hv,K,V] (optional); cotangents do [B,T,Hv,V] and
  * dht [B,Hv,K,V].  q, k, v and do are stored in the requested dtype; g,
  * beta, h0 and dht in f32 (f64 when the requested dtype is f64), as

@@ -5,14 +5,14 @@
 #include <string.h>
 
 /*
- * Add a row when an operation gains a case layout (SPEC.md names the
+ * Add a row when an operation gains a case layout (documented names (docs/gdn.md) the
  * tensors); keep the doc to one line, since `recaudit list ops` prints it
  * beside the name.
  */
 
 static const ra_op_info ops[] = {
     {"gdn", "gated delta rule: q,k [B,T,Hk,K], v [B,T,Hv,V], g, beta [B,T,Hv], "
-            "optional h0 -> o [B,T,Hv,V], ht [B,Hv,K,V] (SPEC.md 1)"},
+            "optional h0 -> o [B,T,Hv,V], ht [B,Hv,K,V] (docs/gdn.md)"},
     {NULL, NULL},
 };
 

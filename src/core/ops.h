@@ -3,7 +3,7 @@
 #define RA_CORE_OPS_H
 
 /*
- * The single list of operation names (SPEC.md sections), for `recaudit list
+ * The single list of operation names (docs/ names their mathematics), for `recaudit list
  * ops`, option checking and messages.  An operation is listed once it has
  * a case layout in src/core (a generator or validator); the reference
  * module's ra_ref_ops() says which of them have an MPFR reference.

@@ -1,7 +1,7 @@
 /* Template: the chunked gated delta rule, forward (float or double). */
 
 /*
- * SPEC.md section 1, chunked form, per (b, hv), chunks of C tokens (the
+ * docs/gdn.md, chunked form, per (b, hv), chunks of C tokens (the
  * last one may be shorter: L = T - t0 rows; every matrix is C-strided and
  * rows/columns >= L are never read, except by the inverse, which sees zero
  * padding that leaves its leading L x L block unchanged).

@@ -51,7 +51,7 @@
  *      dK += diag(beta) dKb,  dbeta_i += dKb_i . k_i.
  * (10) G = cumsum(g)        -> dg_i = sum_{m >= i} dG_m.
  *
- * This matches the task sketch term by term (dV', dS, dP, dQ, dK, dU, dW,
+ * The derivation covers every term of the chunk (dV', dS, dP, dQ, dK, dU, dW,
  * dT, dV, dY, dA and the gate terms from gamma in O and Y, from P, A,
  * gC and delta).  The per-value-head dq, dk are summed over the group and
  * chained through the L2 norm by the driver.  The chunk algebra is checked

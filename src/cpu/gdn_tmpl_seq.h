@@ -1,14 +1,14 @@
 /* Template: the sequential gated delta rule and its reverse-time adjoint (float or double). */
 
 /*
- * Forward, per token (SPEC.md section 1):
+ * Forward, per token (docs/gdn.md):
  *     a = exp(g_t);  S~ = a S;  u = beta_t (v_t - S~^T k_t);  S = S~ + k_t u^T;
  *     o_t = S^T (scale q_t)
  * Every sum is one fma chain over the key index in increasing order; exp
  * is the type's libm exp of the stored gate (expf of the float gate in the
  * float variant, what peers' fp32 "naive" references compute).
  *
- * Backward: SPEC.md's adjoint, lambda = dL/dS_t carried from t = T down to
+ * Backward: docs/gdn.md's adjoint, lambda = dL/dS_t carried from t = T down to
  * 1 (dq_t = scale S_t do_t, du = lambda^T k_t, dk_t = lambda u_t - beta
  * S~ du, dbeta_t = du . r_t, dv_t = beta du, dS~ = lambda - beta k_t du^T,
  * dg_t = <dS~, S~>, lambda <- a dS~).  It needs S_{t-1} and S_t at every

@@ -7,7 +7,7 @@
  * written once for a generic real type and compiled for float and double
  * (gdn_tmpl_*.h included by gdn_f32.c and gdn_f64.c):
  *
- *   RA_CPU_SEQ    the sequential recurrence of SPEC.md section 1 and its
+ *   RA_CPU_SEQ    the sequential recurrence of docs/gdn.md and its
  *                 reverse-time adjoint (gdn.cpu.f64, gdn.cpu.f32);
  *   RA_CPU_CHUNK  the chunked algorithm with a choice of chunk length,
  *                 matmul-operand rounding and triangular inverse

@@ -10,8 +10,8 @@
 #include "core/metrics.h"
 
 /*
- * SPEC.md section 1 rearranged by exact identities so that every K x V
- * sweep costs few MPFR calls; only rounding points differ from the SPEC.md
+ * docs/gdn.md rearranged by exact identities so that every K x V
+ * sweep costs few MPFR calls; only rounding points differ from the docs/gdn.md
  * listing, and the certificate (two precisions) measures the result.
  *
  * Scaled state.  Within a segment of C steps (below) starting at step t0,
@@ -61,7 +61,7 @@
  * And <lambda_t, S_t> = q^ . dq^_t + <a_{t+1} dS~_{t+1}, S_t> = q^ . dq^_t +
  * dg_{t+1} (the o_t term is scale q^ do^T, and a_{t+1} S_t = S~_{t+1}):
  *     dg_t = dg_{t+1} + q^_t . dq^_t - v_t . dv_t,   dg_{T+1} = <dht, S_T>;
- * it replaces SPEC.md's Frobenius product <dS~, S~> (a K x V sweep) by two
+ * it replaces docs/gdn.md's Frobenius product <dS~, S~> (a K x V sweep) by two
  * dot products.  Where
  * the state before step t is exactly zero (no h0, and no update yet), S~ = 0
  * and dg_t is exactly 0: the forward records those steps and the backward

@@ -12,7 +12,7 @@
 #include "ref/mparr.h"
 
 /*
- * SPEC.md section 1, evaluated in MPFR at one working precision.  The
+ * docs/gdn.md, evaluated in MPFR at one working precision.  The
  * reference (ra_ref_compute) runs it at two precisions and compares; the
  * gradient checks (src/gradcheck) run its forward on perturbed inputs.
  *
