@@ -315,6 +315,23 @@ ra_status ra_ref_require_certified(const ra_case *ref, const char *what)
               what, cert ? cert : "absent", bits);
 }
 
+/* A new row carrying the metrics of one tensor and its worst element. */
+static ra_status metrics_row(ra_row **out, ra_rows *rows, const char *variant,
+                             const ra_case_id *id, const ra_tensor *ref, const ra_check_opts *o,
+                             const ra_metrics *m, const char *worst_at)
+{
+    ra_row *row = row_new(rows, variant, id, ref->name, o->repro);
+    if (!row)
+        return RA_ENOMEM;
+    row->has_metrics = 1;
+    row->m = *m;
+    snprintf(row->worst_at, sizeof row->worst_at, "%s", worst_at);
+    row->ndim = ref->ndim;
+    memcpy(row->shape, ref->shape, sizeof row->shape);
+    *out = row;
+    return RA_OK;
+}
+
 static ra_status compare_one(ra_rows *rows, const ra_tensor *res, const ra_tensor *ref,
                              const ra_case_id *id, const ra_check_opts *o)
 {
@@ -336,14 +353,8 @@ static ra_status compare_one(ra_rows *rows, const ra_tensor *res, const ra_tenso
     if (o->gates)
         RA_TRY(ra_gates_select(sel, &nsel, o->gates, id->op, variant, id->dtype, ref->name));
     if (nsel == 0) {
-        ra_row *row = row_new(rows, variant, id, ref->name, o->repro);
-        if (!row)
-            return RA_ENOMEM;
-        row->has_metrics = 1;
-        row->m = m;
-        snprintf(row->worst_at, sizeof row->worst_at, "%s", at);
-        row->ndim = ref->ndim;
-        memcpy(row->shape, ref->shape, sizeof row->shape);
+        ra_row *row;
+        RA_TRY(metrics_row(&row, rows, variant, id, ref, o, &m, at));
         if (o->gates && o->require_gates) {
             snprintf(row->note, sizeof row->note,
                      "no gate in %s covers op %s, variant %s, dtype %s, tensor %s",
@@ -356,14 +367,8 @@ static ra_status compare_one(ra_rows *rows, const ra_tensor *res, const ra_tenso
         return RA_OK;
     }
     for (size_t i = 0; i < nsel; i++) {
-        ra_row *row = row_new(rows, variant, id, ref->name, o->repro);
-        if (!row)
-            return RA_ENOMEM;
-        row->has_metrics = 1;
-        row->m = m;
-        snprintf(row->worst_at, sizeof row->worst_at, "%s", at);
-        row->ndim = ref->ndim;
-        memcpy(row->shape, ref->shape, sizeof row->shape);
+        ra_row *row;
+        RA_TRY(metrics_row(&row, rows, variant, id, ref, o, &m, at));
         snprintf(row->metric, sizeof row->metric, "%s", sel[i]->metric);
         RA_TRY(ra_metrics_get(&row->value, &m, sel[i]->metric));
         row->threshold = sel[i]->threshold;
