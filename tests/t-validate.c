@@ -363,14 +363,12 @@ START_TEST(regress_tap_json)
     ck_assert_str_eq(tap, want);
     free(tap);
 
-    char path[] = "/tmp/t-validate-json-XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
+    tu_scratch_setup();
+    const char *path = tu_scratch("rows.json");
     ck_assert_int_eq(ra_report_json(path, &rows, "validate"), RA_OK);
     json_error_t err;
     json_t *doc = json_load_file(path, 0, &err);
-    unlink(path);
+    tu_scratch_teardown();
     ck_assert_msg(doc != NULL, "JSON: %s", err.text);
     ck_assert_int_eq(json_integer_value(json_object_get(doc, "passed")), 1);
     ck_assert_int_eq(json_integer_value(json_object_get(doc, "failed")), 1);

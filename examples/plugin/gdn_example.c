@@ -16,8 +16,9 @@
  * k_t), o_t = scale S_t^T q_t; the backward is the reverse-time adjoint with
  * every state S_0..S_T kept (O(T K V) doubles per head: simple, not
  * frugal).  Inputs are read exactly as doubles, outputs stored as f64.
- * In-kernel L2 normalisation is not implemented, so the variant does not
- * claim RA_L2NORM and validate skips those suite rows.
+ * The variant's envelope excludes in-kernel L2 normalisation: it does not
+ * claim RA_L2NORM, validate skips the suite rows that ask for it, and a
+ * case with l2norm=true given directly is refused with RA_EUNSUPPORTED.
  *
  * Built with -DPLANT_DEFECT it carries one deliberate bug, a sign error in
  * the dk term that flows through the state (dk = lambda u + beta S~ du),
@@ -83,9 +84,16 @@ static ra_status load(gdn *p, const ra_case *c, int need_do)
         FAIL(RA_EINVAL, "gdn.example: the backward needs do [B,T,Hv,V]");
     const char *l2 = ra_case_param(c, "l2norm");
     if (l2 && strcmp(l2, "false") && strcmp(l2, "0"))
-        FAIL(RA_EUNSUPPORTED, "gdn.example: in-kernel l2norm is not implemented");
+        FAIL(RA_EUNSUPPORTED, "gdn.example: l2norm=true is outside this variant's envelope "
+                              "(no RA_L2NORM capability)");
     const char *scale = ra_case_param(c, "scale");
-    p->scale = scale ? strtod(scale, NULL) : 1.0 / sqrt((double)p->K);
+    p->scale = 1.0 / sqrt((double)p->K);
+    if (scale) {
+        char *end;
+        p->scale = strtod(scale, &end);
+        if (end == scale || *end != '\0' || !isfinite(p->scale))
+            FAIL(RA_EINVAL, "gdn.example: parameter 'scale' is not a finite number");
+    }
     return RA_OK;
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/gdn_case.h"
 #include "core/rng.h"
+#include "ref/first_error.h"
 #include "ref/gdn.h"
 
 /*
@@ -232,10 +233,8 @@ static ra_status elementwise(ra_gc_result *r, fd_ctx *x)
         st = RA_ENOMEM;
     for (int i = 0; st == RA_OK && i < nt; i++)
         st = ra_gdn_ws_new(&ws[i], s, p, 0, 0, in->segment);
-    int64_t err_at = INT64_MAX;
-    ra_status err_st = RA_OK;
-    char err_msg[400] = "";
-    atomic_int failed = 0;
+    ra_first_error first;
+    ra_first_error_init(&first);
     if (st == RA_OK) {
 #pragma omp parallel num_threads(nt)
         {
@@ -249,7 +248,7 @@ static ra_status elementwise(ra_gc_result *r, fd_ctx *x)
             char msg[400];
 #pragma omp for schedule(dynamic, 1)
             for (int64_t e = 0; e < total; e++) {
-                if (atomic_load(&failed))
+                if (ra_first_error_seen(&first))
                     continue;
                 int a = 0;
                 while (e >= start[a + 1])
@@ -270,13 +269,7 @@ static ra_status elementwise(ra_gc_result *r, fd_ctx *x)
                     }
                 }
                 if (hs != RA_OK) {
-                    atomic_store(&failed, 1);
-#pragma omp critical(ra_gc_error)
-                    if (e < err_at) {
-                        err_at = e;
-                        err_st = hs;
-                        snprintf(err_msg, sizeof err_msg, "%s", msg);
-                    }
+                    ra_first_error_record(&first, e, hs, msg);
                     continue;
                 }
                 mpfr_srcptr Ls[4] = {L[0], L[1], L[2], L[3]};
@@ -288,8 +281,8 @@ static ra_status elementwise(ra_gc_result *r, fd_ctx *x)
             mpfr_clears(lh, t, (mpfr_ptr)0);
             mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
         }
-        if (err_st != RA_OK)
-            RA_REPORTF(st = err_st, "%s", err_msg);
+        if (ra_first_error_report(&first) != RA_OK)
+            st = first.st;
     } else if (st == RA_ENOMEM && !ws)
         RA_REPORTF(st, "out of memory");
     for (int i = 0; ws && i < nt; i++)

@@ -1,5 +1,6 @@
 /* The gated delta rule in MPFR: inputs, whole-problem runs, group sums, op counts. */
 #include "ref/gdn.h"
+#include "ref/first_error.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -260,10 +261,8 @@ ra_status ra_gdn_run_multi(ra_gdn_out *outs, const mpfr_prec_t *precs, int nprec
     for (int i = 0; i < nt * nprec && st == RA_OK; i++)
         st = ra_gdn_ws_new(&ws[i], s, precs[i % nprec], grads, !ra_gdn_in_perturbed(in),
                            in->segment);
-    int64_t err_task = INT64_MAX;
-    ra_status err_st = RA_OK;
-    char err_msg[400] = "";
-    atomic_int failed = 0;
+    ra_first_error first;
+    ra_first_error_init(&first);
     if (st == RA_OK) {
 #pragma omp parallel num_threads(nt)
         {
@@ -271,27 +270,21 @@ ra_status ra_gdn_run_multi(ra_gdn_out *outs, const mpfr_prec_t *precs, int nprec
             char msg[400];
 #pragma omp for schedule(dynamic, 1)
             for (int64_t task = 0; task < ntasks; task++) {
-                if (atomic_load(&failed))
+                if (ra_first_error_seen(&first))
                     continue;
                 const int k = order[task / nheads];
                 const int64_t h = task % nheads;
                 ra_status hs = ra_gdn_head(mine[k], in, h / s->Hv, h % s->Hv, &outs[k], NULL, grads,
                                            msg, sizeof msg);
                 if (hs != RA_OK) {
-                    atomic_store(&failed, 1);
-#pragma omp critical(ra_gdn_run_error)
-                    if (task < err_task) {
-                        err_task = task;
-                        err_st = hs;
-                        snprintf(err_msg, sizeof err_msg, "%s", msg);
-                    }
+                    ra_first_error_record(&first, task, hs, msg);
                 }
                 ra_progress_add(prog, 1);
             }
             mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
         }
-        if (err_st != RA_OK)
-            RA_REPORTF(st = err_st, "%s", err_msg);
+        if (ra_first_error_report(&first) != RA_OK)
+            st = first.st;
     }
     for (int i = 0; i < nt * nprec; i++)
         ra_gdn_ws_free(ws[i]);

@@ -1,7 +1,7 @@
 # MPFR references: the gated delta rule, certification (Ziv), cache.
 librecaudit_a_SOURCES += src/ref/ref.h src/ref/refop.h src/ref/mparr.c src/ref/mparr.h \
 	src/ref/gdn.c src/ref/gdn.h src/ref/gdn_run.c src/ref/gdn_ref.c \
-	src/ref/certify.c src/ref/cache.c
+	src/ref/certify.c src/ref/cache.c src/ref/first_error.c src/ref/first_error.h
 
 check_PROGRAMS += tests/t-ref-gdn
 TESTS += tests/t-ref-gdn
