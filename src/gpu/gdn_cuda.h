@@ -87,7 +87,12 @@ typedef struct ra_gpu_gdn_args {
                                                 when the case asks for it) */
     const float *do_, *dht;                 /* cotangents (backward) */
     float *o, *ht;                          /* forward outputs */
-    float *dq, *dk, *dv, *dg, *dbeta, *dh0; /* gradients (dq/dk summed over groups) */
+    float *dv, *dg, *dbeta, *dh0;           /* gradients */
+    /* dq, dk per value head [B,T,Hv,K]: kernels write here and the host
+       driver sums each group of value heads in increasing hv into the
+       [B,T,Hk,K] gradients (a fixed order: results do not depend on
+       scheduling) and applies the l2norm chain rule. */
+    float *dqv, *dkv;
 } ra_gpu_gdn_args;
 
 /* Kernel families: launch, synchronise, and on failure return a status
