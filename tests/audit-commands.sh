@@ -17,7 +17,7 @@ expect_grep out '^full  *[0-9]*  *full: ' "full suite listed"
 shape=B=1,T=70,Hk=1,Hv=2,K=8,V=8
 expect_status 0 gen --op gdn --shape $shape --seed 4 --h0 -o case.safetensors
 
-# run: outputs and gradients under their documented names (docs/gdn.md), result metadata.
+# run: outputs and gradients under the tensor names of docs/gdn.md, and the result metadata.
 expect_status 0 run --variant gdn.cpu.f32 case.safetensors -o f32.safetensors
 for t in o ht dq dk dv dg dbeta dh0; do
     expect_grep out "^  $t  *f32 " "run writes $t"

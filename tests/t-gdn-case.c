@@ -11,10 +11,10 @@
 #include "testutil.h"
 
 /*
- * Cases are built by hand here (tensor by tensor, shapes from docs/gdn.md
- * section 1), then broken one field at a time; each refusal must name the
- * tensor (and axis or element) or the shape field at fault.  Expected
- * multi-indices and defaults are worked out in the comments.
+ * Cases are built by hand here (tensor by tensor, shapes from the Tensors
+ * table of docs/gdn.md), then broken one field at a time; each refusal must
+ * name the tensor (and axis or element) or the shape field at fault.
+ * Expected multi-indices and defaults are worked out in the comments.
  */
 
 /* --- shapes ------------------------------------------------------------------ */

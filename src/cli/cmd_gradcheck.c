@@ -16,9 +16,10 @@
  * The case is a file (positional CASE) or generated from --shape, --regime,
  * --seed, --h0, --l2norm, --dtype exactly as `recaudit gen` would.  Without
  * --grads the reference backward is checked (the proof that its closed
- * forms are right); with --grads FILE the gradients in FILE (any backward's
- * output, by their documented names (docs/gdn.md)) are.  One row per input tensor with the
- * decimal digits of agreement; exit 1 when a row is below --min-digits.
+ * forms are right); with --grads FILE the gradients in FILE are (any
+ * backward's output, with the tensor names that docs/gdn.md defines).  One
+ * row per input tensor with the decimal digits of agreement; exit 1 when a
+ * row is below --min-digits.
  */
 
 #define DEFAULT_SHAPE_SMALL "B=1,T=6,Hk=1,Hv=2,K=4,V=3"

@@ -14,11 +14,11 @@
 /*
  * The forward always runs; the backward too when the variant has one, the
  * case carries cotangents (do, dht) and --fwd-only is absent.  The result
- * file holds the outputs and gradients under their documented names (docs/gdn.md) in the
- * variant's storage dtypes; its metadata is the case's parameters plus
- * "variant", so `recaudit check` can apply that variant's gates.  A
- * variant that cannot serve the case (capability, or its own refusal) is
- * bad input: exit 2 with its reason.
+ * file holds the outputs and gradients, under the tensor names that
+ * docs/gdn.md defines, in the variant's storage dtypes; its metadata is the
+ * case's parameters plus "variant", so `recaudit check` can apply that
+ * variant's gates.  A variant that cannot serve the case (capability, or
+ * its own refusal) is bad input: exit 2 with its reason.
  */
 
 static void print_help(FILE *f)
@@ -30,7 +30,8 @@ static void print_help(FILE *f)
         "\n"
         "Runs one kernel variant on a case: the forward, and the backward when the\n"
         "variant has one and the case carries cotangents. Writes the outputs and\n"
-        "gradients (documented names (docs/gdn.md)) with metadata op, variant and the case's parameters.\n"
+        "gradients, named as in docs/gdn.md, with metadata op, variant and the\n"
+        "case's parameters.\n"
         "\n"
         "options:\n"
         "  --variant NAME   the variant ('recaudit list variants')\n"

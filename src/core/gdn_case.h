@@ -9,8 +9,9 @@
 #include "core/status.h"
 
 /*
- * docs/gdn.md.  Inputs q, k [B,T,Hk,K]; v [B,T,Hv,V]; g, beta [B,T,Hv];
- * optional h0 [B,Hv,K,V]; cotangents do [B,T,Hv,V], optional dht [B,Hv,K,V].
+ * The gdn case, as docs/gdn.md defines it.  Inputs q, k [B,T,Hk,K];
+ * v [B,T,Hv,V]; g, beta [B,T,Hv]; optional h0 [B,Hv,K,V]; cotangents
+ * do [B,T,Hv,V], optional dht [B,Hv,K,V].
  * Parameters (case metadata): scale (default K^-1/2), l2norm (default
  * false), l2eps (default 1e-6).  Every reader of a gdn case (references,
  * CPU variants, the audit) goes through ra_gdn_problem_init so that they

@@ -1,36 +1,20 @@
 /* Template: the chunked gated delta rule, forward (float or double). */
 
 /*
- * docs/gdn.md, chunked form, per (b, hv), chunks of C tokens (the
- * last one may be shorter: L = T - t0 rows; every matrix is C-strided and
- * rows/columns >= L are never read, except by the inverse, which sees zero
- * padding that leaves its leading L x L block unchanged).
+ * Computes docs/gdn.md's chunked form per (b, hv), chunks of C tokens (the
+ * last one may be shorter), with production kernels' rounding points:
+ * matmul operands rounded by the configured mode, T, W, U and the
+ * chunk-start state stored through st() (bf16 in the bf16 configuration),
+ * the running state and ht kept in R.  The backward (gdn_tmpl_chunk_bwd.h)
+ * reuses chunk_prep and chunk_vprime so that its recomputed T, W, U, V' are
+ * bit-identical to the forward's.
  *
- * Within a chunk (i, j < L), with S the state at the chunk start:
- *   G_i = g_0 + ... + g_i (running sum in R), gamma_i = exp(G_i),
- *   D_ij = exp(G_i - G_j) for j <= i (exp of the difference, as fla),
- *   Kb = diag(beta) K,  A_ij = (Kb K^T)_ij D_ij for i > j (fla's kkt form),
- *   T = (I + A)^-1 by the configured inverse, stored st(T),
- *   W = st(T (Kb * gamma)),  U = st(T (diag(beta) V)),
- *   S' = st(S)  (the chunk-start state as stored for the other kernels),
- *   V' = U - W S',
- *   O_i = (gamma_i (Q S')_i) scale + (P V')_i scale,  P = (Q K^T) . D, j <= i,
- *   S <- exp(G_{L-1}) S + K^T (exp(G_{L-1} - G) * V')   (an accumulating
- *        matmul into the decayed running state).
- * Matmuls (RN(mm)) round both operands by the configured mode; st() rounds
- * to bf16 in the bf16 configuration (fla keeps T, W, U, v_new and the
- * per-chunk states in the input dtype) and is the identity otherwise.  The
- * running state S is carried in R (fp32 registers in fla), so ht is never
- * rounded to the storage format.
- *
- * V' equals the sequential u_i: (I + A) u = beta V - diag(beta gamma) K S,
- * from u_i = beta_i (v_i - gamma_i S^T k_i - sum_{j<i} D_ij (k_i.k_j) u_j).
- *
- * The backward (gdn_tmpl_chunk_bwd.h) reuses chunk_prep and chunk_vprime so
- * that its recomputed T, W, U, V' are bit-identical to the forward's.
  * Faults: TAIL_MASK shortens the partial last chunk by one token;
  * FINAL_STATE_EARLY updates the state with all but the last row of the
  * last chunk; TF32_AS_IEEE is resolved by the driver into the mode.
+ * Errors: the only failure is allocation (returns 1).
+ *
+ * Derivation: docs/gdn-chunked.md §Forward.
  */
 
 #include <stdlib.h>

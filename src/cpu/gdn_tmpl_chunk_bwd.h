@@ -1,65 +1,18 @@
 /* Template: the chunked gated delta rule, backward by chunk-state recomputation (float or double). */
 
 /*
- * Strategy: a forward pass over the chunks stores the chunk-start state of
- * every chunk as the forward stores it (st(S), bf16 in the bf16
- * configuration); a reverse pass over the chunks recomputes G, D, A, T, W,
- * U, V', P from that state (the same functions as the forward, so the same
- * bits) and carries dS = dL/dS (chunk-start state of the next chunk), R
- * precision, starting from dht.  Every matmul rounds its operands as the
- * forward's do.
- *
- * Derivation (one chunk; exact arithmetic; notation of gdn_tmpl_chunk.h,
- * i, j < L, s = scale, dO the output cotangent rows, dSn = dL/dS_next):
- *
- *   G = cumsum(g), gamma = exp(G), gC = gamma_{L-1},
- *   delta_i = exp(G_{L-1} - G_i),  D_ij = exp(G_i - G_j),  M = D on j <= i,
- *   Kb = diag(beta) K,  A = strict_lower((Kb K^T) . D),  T = (I + A)^-1,
- *   X = diag(beta) V,  Y = diag(gamma) Kb,  U = T X,  W = T Y,
- *   V' = U - W S,  P = (Q K^T) . M,
- *   O = s diag(gamma) Q S + s P V',
- *   S_next = gC S + K^T diag(delta) V'.
- *
- * Reverse mode, one term at a time (each product rule applied once):
- *  (1) O = s P V'           -> dV' += s P^T dO;      dP = s dO V'^T.
- *      S_next, V' term      -> dV'_i += delta_i (K dSn)_i
- *      (d<dSn, sum_j delta_j k_j v'_j^T>/dv'_i = delta_i dSn^T k_i).
- *  (2) P = (Q K^T) . M      -> d(QK^T) = dP . M (j <= i);
- *      P_ij = QK_ij exp(G_i - G_j): dG_i += dP_ij P_ij, dG_j -= dP_ij P_ij
- *      (the diagonal cancels and is skipped).
- *  (3) QK^T                 -> dQ = d(QK^T) K,  dK = d(QK^T)^T Q.
- *      O = s diag(gamma) Q S-> dQ += s diag(gamma) dO S^T; and
- *      dgamma_i = s dO_i . (S^T q_i) = q_i . (s dO S^T)_i, so
- *      dG_i += q_i . (s gamma_i (dO S^T)_i)   (reuses the dQ term).
- *  (4) S_next, K term       -> dk_i += delta_i (V' dSn^T)_i; and
- *      ddelta_i = k_i^T dSn v'_i, delta_i = exp(G_{L-1} - G_i):
- *      with c_i = k_i . (delta_i (V' dSn^T)_i):  dG_{L-1} += c_i, dG_i -= c_i.
- *  (5) dS (to the previous chunk) = s Q^T diag(gamma) dO + gC dSn - W^T dV';
- *      gC = exp(G_{L-1}) -> dG_{L-1} += gC <dSn, S>.
- *  (6) V' = U - W S         -> dU = dV',  dW = -dV' S^T  (and -W^T dV' in (5)).
- *  (7) U = T X, W = T Y     -> dT = dU X^T + dW Y^T,  dX = T^T dU,  dY = T^T dW.
- *      X = diag(beta) V     -> dV = diag(beta) dX,  dbeta_i += dX_i . v_i.
- *      Y = diag(beta gamma) K -> dK += diag(beta gamma) dY;
- *      with y_i = dY_i . k_i: dbeta_i += gamma_i y_i,  dG_i += beta_i gamma_i y_i.
- *  (8) T = (I + A)^-1       -> dA = -T^T dT T^T  (d(M^-1) = -M^-1 dM M^-1),
- *      kept on the strict lower triangle (A's only free entries).  Only
- *      dT's strict lower part reaches it (T lower: (T^T dT T^T)_ij, i > j,
- *      reads dT_ab with a >= i > j >= b), so dT is masked first.
- *  (9) A_ij = (Kb K^T)_ij D_ij, i > j ->
- *      dG_i += dA_ij A_ij, dG_j -= dA_ij A_ij;  dGram = dA . D;
- *      dKb = dGram K,  dK += dGram^T Kb;  Kb = diag(beta) K ->
- *      dK += diag(beta) dKb,  dbeta_i += dKb_i . k_i.
- * (10) G = cumsum(g)        -> dg_i = sum_{m >= i} dG_m.
- *
- * The derivation covers every term of the chunk (dV', dS, dP, dQ, dK, dU, dW,
- * dT, dV, dY, dA and the gate terms from gamma in O and Y, from P, A,
- * gC and delta).  The per-value-head dq, dk are summed over the group and
- * chained through the L2 norm by the driver.  The chunk algebra is checked
- * by the tests against the sequential f64 adjoint (to ~1e-12 in double) and
- * that adjoint against finite differences.
+ * A forward pass over the chunks stores every chunk-start state as the
+ * forward stores it (st(S)); a reverse pass recomputes each chunk's G, D,
+ * A, T, W, U, V', P from it with the forward's own functions (the same
+ * bits) and carries dS = dL/dS in R, starting from dht.  Every matmul
+ * rounds its operands as the forward's do.  The steps (1)..(10) in
+ * chunk_backward_one are those of the derivation.
  *
  * Faults: DBETA_TERM drops the Y and A contributions to dbeta (keeping
  * only dX . v, the chunk analogue of du . v); TAIL_MASK via chunk_rows.
+ * Errors: the only failure is allocation (returns 1).
+ *
+ * Derivation: docs/gdn-chunked.md §Backward.
  */
 
 /* Gradients of one chunk; w->Sst holds its start state, w->dS the

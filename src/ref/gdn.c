@@ -10,74 +10,20 @@
 #include "core/metrics.h"
 
 /*
- * docs/gdn.md rearranged by exact identities so that every K x V
- * sweep costs few MPFR calls; only rounding points differ from the docs/gdn.md
- * listing, and the certificate (two precisions) measures the result.
+ * Evaluates docs/gdn.md per head, rearranged by exact identities so that
+ * each K x V sweep costs few MPFR calls: a scaled state within segments of
+ * C steps, the stored keys in the sweeps (norms folded into scalars), a
+ * backward from checkpoints plus low-rank terms, and a scalar recursion for
+ * dg.  Only the rounding points differ from the docs/gdn.md listing; the
+ * certificate (two precisions) measures the result.
  *
- * Scaled state.  Within a segment of C steps (below) starting at step t0,
- * S_t = alpha_t P_t with alpha_t = prod_{s=t0..t} a_s, a_s =
- * exp(g_s): the decay becomes a scalar and the update a plain rank-1 add,
- *     P_t = P_{t-1} + k^ uu^T,   uu = u / alpha_t,
- * with no multiply of every element by a_t.  At each segment boundary P is
- * multiplied back into S (alpha reset to 1) and checkpointed, so alpha spans
- * at most C steps (no underflow from long products).
+ * Errors: a value leaving MPFR's widest exponent range (overflow, underflow
+ * or NaN flag at the end) fails the head with RA_ENUMERIC, never a flushed
+ * or infinite value; a zero norm under l2norm with l2eps = 0 fails with
+ * RA_EINVAL.  Heads run in worker threads: the reason goes back in a buffer.
  *
- * Raw keys.  With l2norm, k^ = k / n_k and q^ = q / n_q; the norms are
- * folded into V-vectors and scalars, so the K-vectors in the sweeps are the
- * stored inputs themselves: exact 53-bit MPFR numbers, which MPFR multiplies
- * faster than p-bit ones (when the inputs are perturbed, for finite
- * differences, they are held at the working precision instead).
- *
- * Forward step t (w = P_{t-1}^T k_t from the previous sweep):
- *     alpha *= a;  z = (alpha / n_k) w  (= S~^T k^);  r = v - z;  u = beta r
- *     uu = u / (alpha n_k);  one sweep over P, row i, column j:
- *         P_ij += k_i uu_j;  op_j += P_ij q_i;  w'_j += P_ij k'_i  (k' = k_{t+1})
- *     o_t = (scale alpha / n_q) op
- * Each multiply-add is mpfr_mul into a temporary, then mpfr_add: on the
- * machines measured this is faster than mpfr_fma (which forms the exact
- * product at twice the precision and adds at mixed precisions), at the
- * cost of a second rounding, which the certificate accounts for.
- *
- * Backward.  The forward keeps a checkpoint of the state every C steps and
- * r_t, uu_t (V numbers per step).  Within a segment the scaled state is
- * purely additive, P_{t-1} = P_{t0-1} + sum_{s=t0..t-1} k_s uu_s^T, so the
- * backward applies P_{t-1} to a vector as the checkpoint's K x V product
- * plus (t - t0) rank-1 terms: no state is recomputed (that would be one
- * more K x V sweep per step), none is stored beyond the checkpoints, and
- * none is ever recovered by inverting a step.  C = 1 + KV / (4 (K + V))
- * (ra_gdn_segment_length) keeps the rank-1 work at a quarter of a sweep;
- * memory O((T/C + C) K V + T V) per head.  In a segment, Lam = dL/dP_t =
- * alpha_t lambda.  Per step, with P = P_{t-1}:
- *     Lam += q (scale alpha / n_q do)^T            (the o_t term)
- *     pass 1:  duh = Lam^T k;  xh = Lam u;  yh = P do
- *     du = duh / (alpha n_k);  dv = beta du;  dbeta = du . r
- *     dq^ = scale (alpha yh + k (u . do) / n_k)    (= scale S_t do)
- *     pass 2:  mh = P duh;  Lam += k (-beta / n_k^2 duh)^T
- *     dk^ = xh / alpha - (beta / n_k) mh           (= lambda u - beta S~ du)
- * and dg by a scalar recursion.  With lambda_t = dL/dS_t (o_t term included)
- * and S_t = S~ + k u^T, u = beta (v - S~^T k):  <lambda_t, S_t> = <lambda_t,
- * S~> + du . u, and <dS~, S~> = <lambda_t, S~> - beta du . (S~^T k); hence
- * dg_t = <dS~, S~> = <lambda_t, S_t> - beta du . v = <lambda_t, S_t> - v . dv.
- * And <lambda_t, S_t> = q^ . dq^_t + <a_{t+1} dS~_{t+1}, S_t> = q^ . dq^_t +
- * dg_{t+1} (the o_t term is scale q^ do^T, and a_{t+1} S_t = S~_{t+1}):
- *     dg_t = dg_{t+1} + q^_t . dq^_t - v_t . dv_t,   dg_{T+1} = <dht, S_T>;
- * it replaces docs/gdn.md's Frobenius product <dS~, S~> (a K x V sweep) by two
- * dot products.  Where
- * the state before step t is exactly zero (no h0, and no update yet), S~ = 0
- * and dg_t is exactly 0: the forward records those steps and the backward
- * returns that exact 0, which the recursion would only approximate by a
- * rounding residue (and which both precisions must agree on exactly).  Six
- * multiply-adds per element and step in the backward, three in the
- * forward.  dq/dk are with respect to q^, k^; gdn_run.c sums them over the
- * group and applies the l2norm chain rule.
- *
- * Errors: the head runs with MPFR's widest exponent range and checks MPFR's
- * overflow, underflow and NaN flags at the end: any of them means a value
- * left even that range (or an invalid operation), and the head fails with
- * RA_ENUMERIC rather than return a flushed or infinite value that both
- * precisions would agree on.  A zero norm under l2norm with l2eps = 0 fails
- * likewise, naming the token.  Nothing is reported here (heads run in
- * worker threads): the reason is returned in a buffer for the caller.
+ * Derivation: docs/gdn-reference.md (§Scaled state, §Backward, §The dg
+ * recursion, §Exact zeros).
  */
 
 const char *const ra_gdn_arr_names[RA_GDN_NARR] = {"q", "k", "v", "g", "beta", "h0", "do", "dht"};

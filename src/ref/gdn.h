@@ -12,9 +12,10 @@
 #include "ref/mparr.h"
 
 /*
- * docs/gdn.md, evaluated in MPFR at one working precision.  The
- * reference (ra_ref_compute) runs it at two precisions and compares; the
- * gradient checks (src/gradcheck) run its forward on perturbed inputs.
+ * The operation of docs/gdn.md, evaluated in MPFR at one working precision
+ * (how: docs/gdn-reference.md).  The reference (ra_ref_compute) runs it at
+ * two precisions and compares; the gradient checks (src/gradcheck) run its
+ * forward on perturbed inputs.
  *
  * Inputs are held as the exact stored values (doubles: every storage dtype
  * widens to double without rounding) and converted to MPFR when a time
