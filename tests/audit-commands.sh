@@ -76,7 +76,9 @@ expect_status 2 check case.safetensors
 expect_status 2 check case.safetensors missing.safetensors
 expect_status 2 audit --shape $shape
 expect_status 2 audit --variant 'gdn.none.*' --shape $shape &&
-    expect_grep err "no gdn variant matches 'gdn.none.\*'" "no match"
+    expect_grep err "no variant matches 'gdn.none.\*'" "no match"
+expect_status 2 audit --op gdn --variant 'gdn.none.*' --shape $shape &&
+    expect_grep err "no gdn variant matches 'gdn.none.\*'" "no match with --op"
 expect_status 2 validate --suite nosuch &&
     expect_grep err "suites/nosuch.tsv" "unknown suite"
 

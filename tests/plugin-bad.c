@@ -1,8 +1,10 @@
 /* Deliberately broken plugins for the loader's error paths (tests/plugin-errors.sh). */
 
 /*
- * One source, three shared objects (examples/plugin/local.mk):
+ * One source, four shared objects (examples/plugin/local.mk):
  *   -DBAD_ABI   exports ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION + 1000
+ *   -DOLD_ABI   exports ra_plugin_abi_version = 2, as a plugin built before
+ *               rows carried their data pointer would
  *   -DNO_ABI    exports ra_plugin_register but no ra_plugin_abi_version
  *   -DBAD_ROW   registers a variant whose name has a space in it, which
  *               ra_registry_add must refuse (and the loader roll back)
@@ -13,16 +15,18 @@
 #include "recaudit/plugin.h"
 
 #ifndef NO_ABI
-#ifdef BAD_ABI
+#if defined(BAD_ABI)
 const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION + 1000;
+#elif defined(OLD_ABI)
+const int ra_plugin_abi_version = 2;
 #else
 const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION;
 #endif
 #endif
 
-static ra_status fwd(const ra_case *c, ra_tensors *out, ra_run *run)
+static ra_status fwd(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
 {
-    (void)c, (void)out, (void)run;
+    (void)self, (void)c, (void)out, (void)run;
     return RA_EUNSUPPORTED;
 }
 
@@ -30,9 +34,10 @@ ra_status ra_plugin_register(ra_registry *r)
 {
 #ifdef BAD_ROW
     static const ra_variant ok = {
-        "gdn.bad.ok", "gdn", "a valid row added before the bad one", RA_CPU, RA_FWD, fwd, NULL};
+        "gdn.bad.ok", "gdn", "a valid row added before the bad one", RA_CPU, RA_FWD, NULL, fwd,
+        NULL};
     static const ra_variant bad = {
-        "gdn.bad name", "gdn", "a name with a space", RA_CPU, RA_FWD, fwd, NULL};
+        "gdn.bad name", "gdn", "a name with a space", RA_CPU, RA_FWD, NULL, fwd, NULL};
     ra_status st = ra_registry_add(r, &ok);
     return st != RA_OK ? st : ra_registry_add(r, &bad);
 #else

@@ -10,6 +10,7 @@
 #include "audit/gates.h"
 #include "audit/suite.h"
 #include "core/status.h"
+#include "core/gen_gdn.h"
 #include "testutil.h"
 
 /*
@@ -223,18 +224,17 @@ START_TEST(special_suite_parse)
     ck_assert_uint_eq(s.n, 2);
     ck_assert_str_eq(s.doc, "tiny: a two-row suite");
     /* The shape is kept in canonical order. */
-    ck_assert_str_eq(s.rows[0].shape, "B=1,T=100,Hk=1,Hv=2,K=8,V=4");
-    ck_assert_str_eq(s.rows[0].regime, "tail");
-    ck_assert_str_eq(s.rows[0].dtype, "bf16");
-    ck_assert_int_eq(s.rows[0].bwd, 1);
-    ck_assert_uint_eq(s.rows[0].seed, 7);
-    ck_assert_int_eq(s.rows[0].h0, 1);
-    ck_assert_int_eq(s.rows[0].l2norm, 1);
+    ck_assert_str_eq(s.rows[0].spec.shape, "B=1,T=100,Hk=1,Hv=2,K=8,V=4");
+    ck_assert_str_eq(s.rows[0].spec.regime, "tail");
+    ck_assert_str_eq(s.rows[0].spec.dtype, "bf16");
+    ck_assert_int_eq(s.rows[0].spec.bwd, 1);
+    ck_assert_uint_eq(s.rows[0].spec.seed, 7);
+    ck_assert_uint_eq(s.rows[0].spec.flags, RA_GDN_FLAG_H0 | RA_GDN_FLAG_L2NORM);
     ck_assert_int_eq(s.rows[0].line, 3);
-    ck_assert_str_eq(s.rows[1].shape, "B=2,T=64,Hk=2,Hv=2,K=16,V=16");
-    ck_assert_int_eq(s.rows[1].bwd, 0);
-    ck_assert(s.rows[1].seed == 18446744073709551615ull);
-    ck_assert_int_eq(s.rows[1].h0 | s.rows[1].l2norm, 0);
+    ck_assert_str_eq(s.rows[1].spec.shape, "B=2,T=64,Hk=2,Hv=2,K=16,V=16");
+    ck_assert_int_eq(s.rows[1].spec.bwd, 0);
+    ck_assert(s.rows[1].spec.seed == 18446744073709551615ull);
+    ck_assert_uint_eq(s.rows[1].spec.flags, 0);
     ra_suite_clear(&s);
 }
 END_TEST
@@ -262,7 +262,8 @@ START_TEST(data_suite_refusals)
     suite_refused("gdn\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t-1\t-\n", "seed '-1'");
     suite_refused("gdn\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t1\th1\n", "flag 'h1'");
     suite_refused("gdn\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t1\th0,\n", "trailing comma");
-    suite_refused("glr\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t1\t-\n", "gdn cases only");
+    suite_refused("nope\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t1\t-\n",
+                  "op 'nope' is not an operation");
 }
 END_TEST
 
@@ -278,20 +279,20 @@ START_TEST(data_shipped_suites)
     for (size_t r = 0; r < sizeof regimes / sizeof *regimes; r++) {
         int seen = 0;
         for (size_t i = 0; i < s.n; i++)
-            seen |= strcmp(s.rows[i].regime, regimes[r]) == 0;
+            seen |= strcmp(s.rows[i].spec.regime, regimes[r]) == 0;
         ck_assert_msg(seen, "quick suite lacks regime %s", regimes[r]);
     }
     int gqa = 0, tail = 0, h0 = 0, bf16 = 0, bwd = 0;
     for (size_t i = 0; i < s.n; i++) {
         long long B, T, Hk, Hv, K, V;
-        ck_assert_int_eq(sscanf(s.rows[i].shape, "B=%lld,T=%lld,Hk=%lld,Hv=%lld,K=%lld,V=%lld", &B,
+        ck_assert_int_eq(sscanf(s.rows[i].spec.shape, "B=%lld,T=%lld,Hk=%lld,Hv=%lld,K=%lld,V=%lld", &B,
                                 &T, &Hk, &Hv, &K, &V),
                          6);
-        gqa |= Hv > Hk && s.rows[i].bwd;
+        gqa |= Hv > Hk && s.rows[i].spec.bwd;
         tail |= T % 64 != 0;
-        h0 |= s.rows[i].h0;
-        bf16 |= strcmp(s.rows[i].dtype, "bf16") == 0;
-        bwd |= s.rows[i].bwd;
+        h0 |= (s.rows[i].spec.flags & RA_GDN_FLAG_H0) != 0;
+        bf16 |= strcmp(s.rows[i].spec.dtype, "bf16") == 0;
+        bwd |= s.rows[i].spec.bwd;
         ck_assert_msg(B * T * Hv * K * V <= 4 * 200 * 32 * 32, "row %d is not small",
                       s.rows[i].line);
     }
@@ -304,9 +305,9 @@ START_TEST(data_shipped_suites)
     ck_assert_int_eq(ra_suite_load(&s, "full"), RA_OK);
     int t4096 = 0, t32768 = 0, nki = 0;
     for (size_t i = 0; i < s.n; i++) {
-        t4096 |= strcmp(s.rows[i].shape, "B=1,T=4096,Hk=16,Hv=32,K=128,V=128") == 0;
-        t32768 |= strcmp(s.rows[i].shape, "B=1,T=32768,Hk=16,Hv=32,K=128,V=128") == 0;
-        nki |= strstr(s.rows[i].shape, "T=2304,") && strstr(s.rows[i].shape, "K=128,V=128");
+        t4096 |= strcmp(s.rows[i].spec.shape, "B=1,T=4096,Hk=16,Hv=32,K=128,V=128") == 0;
+        t32768 |= strcmp(s.rows[i].spec.shape, "B=1,T=32768,Hk=16,Hv=32,K=128,V=128") == 0;
+        nki |= strstr(s.rows[i].spec.shape, "T=2304,") && strstr(s.rows[i].spec.shape, "K=128,V=128");
     }
     ck_assert(t4096 && t32768 && nki);
     ra_suite_clear(&s);

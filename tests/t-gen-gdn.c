@@ -24,14 +24,30 @@
  * Sample statistics are checked at 5 standard errors.
  */
 
-static ra_gdn_gen_opts opts(int64_t B, int64_t T, int64_t Hk, int64_t Hv, int64_t K, int64_t V,
-                            ra_dtype dt, const char *regime, uint64_t seed, int h0)
+static void set_shape(ra_case_spec *o, int64_t B, int64_t T, int64_t Hk, int64_t Hv, int64_t K,
+                      int64_t V)
 {
-    ra_gdn_gen_opts o = {{B, T, Hk, Hv, K, V}, dt, regime, seed, h0, 0};
+    snprintf(o->shape, sizeof o->shape, "B=%lld,T=%lld,Hk=%lld,Hv=%lld,K=%lld,V=%lld",
+             (long long)B, (long long)T, (long long)Hk, (long long)Hv, (long long)K,
+             (long long)V);
+}
+
+static ra_case_spec opts(int64_t B, int64_t T, int64_t Hk, int64_t Hv, int64_t K, int64_t V,
+                         ra_dtype dt, const char *regime, uint64_t seed, int h0)
+{
+    ra_case_spec o;
+    ra_case_spec_init(&o);
+    strcpy(o.op, "gdn");
+    set_shape(&o, B, T, Hk, Hv, K, V);
+    strcpy(o.dtype, ra_dtype_name(dt));
+    snprintf(o.regime, sizeof o.regime, "%s", regime ? regime : "default");
+    o.seed = seed;
+    o.has_seed = 1;
+    o.flags = h0 ? RA_GDN_FLAG_H0 : 0;
     return o;
 }
 
-static void gen(ra_case *c, const ra_gdn_gen_opts *o)
+static void gen(ra_case *c, const ra_case_spec *o)
 {
     ra_case_init(c);
     ck_assert_msg(ra_gdn_generate(c, o) == RA_OK, "generate: %s", ra_last_error());
@@ -51,7 +67,7 @@ START_TEST(special_regime_table)
 {
     const char *want[] = {"default",  "zero-gate", "strong-decay", "near-unit",
                           "raw-keys", "tail",      "large-state"};
-    const ra_regime_info *r = ra_gdn_regimes();
+    const ra_op_item *r = ra_gdn_regimes;
     for (int i = 0; i < 7; i++) {
         ck_assert_str_eq(r[i].name, want[i]);
         ck_assert(r[i].doc && strlen(r[i].doc) > 20 && !strchr(r[i].doc, '\n'));
@@ -64,38 +80,37 @@ START_TEST(special_refusals)
 {
     ra_case c;
     ra_case_init(&c);
-    ra_gdn_gen_opts o = opts(1, 16, 1, 2, 8, 8, RA_BF16, "nosuch", 1, 0);
+    ra_case_spec o = opts(1, 16, 1, 2, 8, 8, RA_BF16, "nosuch", 1, 0);
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_EINVAL);
     ck_assert(strstr(ra_last_error(), "'nosuch'") != NULL);
-    o.regime = "tail";
-    o.shape.T = 64;
+    strcpy(o.regime, "tail");
+    set_shape(&o, 1, 64, 1, 2, 8, 8);
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_EINVAL);
     ck_assert(strstr(ra_last_error(), "T=64") && strstr(ra_last_error(), "tail"));
-    o.shape.T = 128;
+    ck_assert_int_eq(ra_gdn_spec_check(&o), RA_EINVAL); /* the same refusal, before generation */
+    set_shape(&o, 1, 128, 1, 2, 8, 8);
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_EINVAL);
-    o.regime = NULL;
-    o.shape.Hv = 3;
-    o.shape.Hk = 2;
+    strcpy(o.regime, "default");
+    set_shape(&o, 1, 128, 2, 3, 8, 8);
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_EINVAL);
     ck_assert(strstr(ra_last_error(), "Hv=3") && strstr(ra_last_error(), "Hk=2"));
-    o.shape.Hv = 2;
-    o.shape.K = 0;
+    set_shape(&o, 1, 128, 2, 2, 0, 8);
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_EINVAL);
-    ck_assert(strstr(ra_last_error(), "K must be positive") != NULL);
-    o.shape.K = 8;
-    o.dtype = (ra_dtype)7;
+    ck_assert(strstr(ra_last_error(), "K must be a positive integer") != NULL);
+    set_shape(&o, 1, 128, 2, 2, 8, 8);
+    strcpy(o.dtype, "f7");
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_EINVAL);
-    ck_assert_int_eq(tu_nerr, 6);
+    ck_assert_int_eq(tu_nerr, 7);
     /* Nothing was filled by the refusals; a non-empty case is refused. */
     ck_assert(c.op == NULL && c.tensors.n == 0 && c.params.n == 0);
-    o.dtype = RA_F32;
+    strcpy(o.dtype, "f32");
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_OK);
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_EINVAL);
     ck_assert(strstr(ra_last_error(), "not empty") != NULL);
     ra_case_clear(&c);
     /* A tail shape that is not a multiple of 64 is served. */
-    o.regime = "tail";
-    o.shape.T = 100;
+    strcpy(o.regime, "tail");
+    set_shape(&o, 1, 100, 2, 2, 8, 8);
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_OK);
     ra_case_clear(&c);
 }
@@ -104,7 +119,7 @@ END_TEST
 START_TEST(special_layout_and_metadata)
 {
     ra_case c;
-    ra_gdn_gen_opts o = opts(2, 5, 2, 4, 8, 6, RA_BF16, NULL, 123456789012345ULL, 0);
+    ra_case_spec o = opts(2, 5, 2, 4, 8, 6, RA_BF16, NULL, 123456789012345ULL, 0);
     gen(&c, &o);
     ck_assert_str_eq(c.op, "gdn");
     ck_assert_str_eq(ra_case_param(&c, "shape"), "B=2,T=5,Hk=2,Hv=4,K=8,V=6");
@@ -132,7 +147,7 @@ START_TEST(special_layout_and_metadata)
     ra_case_clear(&c);
     /* f64: everything in f64; h0 on request; l2norm=true on request. */
     o = opts(1, 3, 1, 1, 4, 4, RA_F64, "zero-gate", 1, 1);
-    o.l2norm = 1;
+    o.flags |= RA_GDN_FLAG_L2NORM;
     gen(&c, &o);
     ck_assert_str_eq(ra_case_param(&c, "l2norm"), "true");
     ck_assert_str_eq(ra_case_param(&c, "dtype"), "f64");
@@ -178,7 +193,7 @@ START_TEST(data_streams)
     /* Big enough for several generation blocks of q: 2*600*1*64 = 76800
        elements > 65536. */
     ra_case c;
-    ra_gdn_gen_opts o = opts(2, 600, 1, 2, 64, 8, RA_BF16, NULL, seed, 1);
+    ra_case_spec o = opts(2, 600, 1, 2, 64, 8, RA_BF16, NULL, seed, 1);
     gen(&c, &o);
     size_t nq = 2 * 600 * 64, nv = 2 * 600 * 2 * 8, ng = 2 * 600 * 2, ns = 2 * 2 * 64 * 8;
     double *q = draw_normal(seed, "q", nq, 1.0), *k = draw_normal(seed, "k", nq, 1.0);
@@ -228,7 +243,7 @@ START_TEST(data_deterministic)
     const char *regs[] = {"default", "strong-decay", "raw-keys", "large-state"};
     for (int i = 0; i < 4; i++) {
         ra_case a, b;
-        ra_gdn_gen_opts o = opts(1, 33, 2, 4, 16, 8, RA_F16, regs[i], 5, 1);
+        ra_case_spec o = opts(1, 33, 2, 4, 16, 8, RA_F16, regs[i], 5, 1);
         gen(&a, &o);
         gen(&b, &o);
         tu_assert_same_tensors(&a.tensors, &b.tensors);
@@ -252,7 +267,7 @@ START_TEST(data_unit_rows)
     const double tol[2] = {4 * 0x1p-53, 0x1p-8};
     for (int d = 0; d < 2; d++) {
         ra_case c;
-        ra_gdn_gen_opts o = opts(2, 9, 3, 3, 20, 4, dts[d], NULL, 8, 0);
+        ra_case_spec o = opts(2, 9, 3, 3, 20, 4, dts[d], NULL, 8, 0);
         gen(&c, &o);
         const char *nm[2] = {"q", "k"};
         for (int w = 0; w < 2; w++) {
@@ -272,7 +287,7 @@ START_TEST(data_unit_rows)
     }
     /* raw-keys: in [0, 1] and clearly not normalised (E|x|^2 = K/3). */
     ra_case c;
-    ra_gdn_gen_opts o = opts(1, 50, 1, 1, 24, 4, RA_BF16, "raw-keys", 8, 0);
+    ra_case_spec o = opts(1, 50, 1, 1, 24, 4, RA_BF16, "raw-keys", 8, 0);
     gen(&c, &o);
     const ra_tensor *k = tu_t(&c, "k");
     long double s = 0;
@@ -328,7 +343,7 @@ static double integral(double (*f)(double, void *), int power)
 START_TEST(random_default_distributions)
 {
     ra_case c;
-    ra_gdn_gen_opts o = opts(2, 500, 1, 4, 8, 16, RA_F32, NULL, 21, 1);
+    ra_case_spec o = opts(2, 500, 1, 4, 8, 16, RA_F32, NULL, 21, 1);
     gen(&c, &o);
     /* g = logsigmoid(Z): mean and variance by quadrature. */
     double m1 = integral(logsig_phi, 1), m2 = integral(logsig_phi, 2);
@@ -366,7 +381,7 @@ START_TEST(random_decay_regimes)
     const double means[3] = {1.8, 1e-3, 1e-3};
     for (int r = 0; r < 3; r++) {
         ra_case c;
-        ra_gdn_gen_opts o = opts(2, 300, 1, 4, 4, 4, RA_BF16, regs[r], 22, 0);
+        ra_case_spec o = opts(2, 300, 1, 4, 4, 4, RA_BF16, regs[r], 22, 0);
         gen(&c, &o);
         const ra_tensor *g = tu_t(&c, "g");
         double mean, var;
@@ -433,7 +448,7 @@ START_TEST(random_large_state)
 {
     ra_case c;
     /* f16: v stays finite (clipped at 65504), its scale is 2^15. */
-    ra_gdn_gen_opts o = opts(1, 64, 1, 2, 16, 16, RA_F16, "large-state", 3, 1);
+    ra_case_spec o = opts(1, 64, 1, 2, 16, 16, RA_F16, "large-state", 3, 1);
     gen(&c, &o);
     const ra_tensor *v = tu_t(&c, "v");
     double vmax = 0, mean, var;
@@ -451,7 +466,7 @@ START_TEST(random_large_state)
     ra_case_clear(&c);
     /* Without h0 it peaks near the fp16 range: above 2^15 here (1.8 to 2.6
        times 2^15 over seeds 1..40 when this was written). */
-    o.h0 = 0;
+    o.flags &= ~RA_GDN_FLAG_H0;
     gen(&c, &o);
     smax = max_state(&c);
     ck_assert_msg(smax > 0x1p15, "max |S| without h0 = %g", smax);

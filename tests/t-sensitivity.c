@@ -8,13 +8,17 @@
 
 #include "audit/audit.h"
 #include "cpu/faults.h"
+#include "core/gen_gdn.h"
+#include "cpu/gdn_variants.h"
 #include "testutil.h"
 
 /*
  * Each test runs the validate entry point (ra_validate) over the shipped
  * quick suite with the shipped gates, on the CPU variants that honour one
- * planted defect (src/cpu/faults.h), with ra_run.faults set to that bit,
- * and expects every one of those variants to fail at least one row on the
+ * planted defect (src/cpu/faults.h): rows of the test's own, copies of the
+ * built-in rows (same names, so the same gates) whose configuration has
+ * that fault bit set.  It expects every one of those variants to fail at
+ * least one row on the
  * tensor the defect corrupts.  The same variants with faults = 0 pass
  * every row (clean).  If a defect gets through, the fix is a better suite
  * row or gate, never a weaker test.
@@ -23,14 +27,12 @@
  * test each suite row costs a file read.
  */
 
-static ra_registry *reg;
 static ra_gates gates;
 static ra_suite quick;
 
 static void setup(void)
 {
     tu_capture();
-    ck_assert_int_eq(ra_registry_new(&reg), RA_OK);
     ra_gates_init(&gates);
     ck_assert_msg(ra_gates_load(&gates, NULL) == RA_OK, "%s", ra_last_error());
     ra_suite_init(&quick);
@@ -41,18 +43,30 @@ static void teardown(void)
 {
     ra_suite_clear(&quick);
     ra_gates_clear(&gates);
-    ra_registry_free(reg);
 }
 
-/* Runs validate quick on the variants matching glob with faults. */
+/* Runs validate quick on the CPU gdn variants matching glob, each with
+   the faults planted in a copy of its configuration. */
 static void run(ra_rows *rows, const char *glob, unsigned faults)
 {
+    ra_registry *reg;
+    ck_assert_int_eq(ra_registry_new_empty(&reg), RA_OK);
+    ra_cpu_gdn_cfg *cfgs = calloc(ra_cpu_gdn_nvariants, sizeof *cfgs);
+    ck_assert_ptr_nonnull(cfgs);
+    for (size_t i = 0; i < ra_cpu_gdn_nvariants; i++) {
+        ra_variant v = ra_cpu_gdn_variants[i];
+        cfgs[i] = *(const ra_cpu_gdn_cfg *)v.data;
+        cfgs[i].faults = faults;
+        v.data = &cfgs[i];
+        ck_assert_int_eq(ra_registry_add(reg, &v), RA_OK);
+    }
     ra_audit_opts o;
     ra_audit_opts_init(&o);
     o.gates = &gates;
-    o.faults = faults;
     ra_rows_init(rows);
     ck_assert_msg(ra_validate(rows, reg, glob, &quick, &o) == RA_OK, "%s", ra_last_error());
+    ra_registry_free(reg);
+    free(cfgs);
 }
 
 /* Every variant in names failed a row on tensor (any tensor if NULL). */
@@ -93,14 +107,15 @@ START_TEST(regress_clean)
             size_t pass = 0, skip = 0;
             for (size_t i = 0; i < rows.n; i++) {
                 const ra_row *r = &rows.v[i];
-                if (strcmp(r->variant, *v) || strcmp(r->id.shape, quick.rows[c].shape) ||
-                    strcmp(r->id.regime, quick.rows[c].regime))
+                if (strcmp(r->variant, *v) || strcmp(r->id.shape, quick.rows[c].spec.shape) ||
+                    strcmp(r->id.regime, quick.rows[c].spec.regime))
                     continue;
                 pass += r->verdict == RA_VERDICT_PASS;
                 skip += r->verdict == RA_VERDICT_SKIP;
             }
             int nki = strstr(*v, "neumann") || strstr(*v, "schur");
-            if (nki && strcmp(quick.rows[c].regime, "raw-keys") == 0 && !quick.rows[c].l2norm)
+            if (nki && strcmp(quick.rows[c].spec.regime, "raw-keys") == 0 &&
+                !(quick.rows[c].spec.flags & RA_GDN_FLAG_L2NORM))
                 ck_assert_msg(skip == 1 && pass == 0, "clean: %s on raw keys: %zu skip, %zu pass",
                               *v, skip, pass);
             else

@@ -9,7 +9,6 @@
 
 #include <jansson.h>
 
-#include "core/ops.h"
 #include "core/status.h"
 #include "core/table.h"
 #include "testutil.h"
@@ -295,26 +294,12 @@ START_TEST(test_special_fmt_value)
 }
 END_TEST
 
-START_TEST(test_data_ops)
-{
-    const ra_op_info *o = ra_ops();
-    ck_assert_str_eq(o[0].name, "gdn");
-    ck_assert_ptr_nonnull(o[0].doc);
-    size_t n = 0;
-    for (; o[n].name; n++)
-        ck_assert(strchr(o[n].doc, '\n') == NULL); /* one line each */
-    ck_assert_ptr_null(o[n].doc);
-    ck_assert_ptr_eq(ra_op_find("gdn"), &o[0]);
-    ck_assert_ptr_null(ra_op_find("gdn2"));
-    ck_assert_ptr_null(ra_op_find(NULL));
-}
-END_TEST
 
 static Suite *table_suite(void)
 {
     Suite *s = suite_create("table");
     tu_tcase(s, "data", tu_capture, NULL, test_data_text, test_data_markdown, test_data_csv,
-             test_data_json, test_data_ops);
+             test_data_json);
     tu_tcase(s, "special", tu_capture, NULL, test_special_numbers, test_special_escapes,
              test_special_empty, test_special_errors, test_special_fmt_value);
     return s;

@@ -13,6 +13,8 @@
 #include "audit/report.h"
 #include "core/case.h"
 #include "core/status.h"
+#include "core/gen_gdn.h"
+#include "recaudit/gdn.h"
 #include "testutil.h"
 
 /*
@@ -41,22 +43,22 @@ static ra_gates test_gates(const char *text)
 #define HDR "op\tvariant-glob\tdtype\ttensor\tmetric\tthreshold\twhy\n"
 
 /* A case id: op gdn, regime default, dtype f32, a seed, gradients. */
-static ra_case_id make_id(const char *shape, uint64_t seed, int h0)
+static ra_case_spec make_id(const char *shape, uint64_t seed, int h0)
 {
-    ra_case_id id;
-    memset(&id, 0, sizeof id);
+    ra_case_spec id;
+    ra_case_spec_init(&id);
     strcpy(id.op, "gdn");
     strcpy(id.shape, shape);
     strcpy(id.regime, "default");
     strcpy(id.dtype, "f32");
     id.has_seed = 1;
     id.seed = seed;
-    id.h0 = h0;
+    id.flags = h0 ? RA_GDN_FLAG_H0 : 0;
     id.bwd = 1;
     return id;
 }
 
-static ra_case_id test_id(void) { return make_id("B=1,T=4,Hk=1,Hv=1,K=1,V=1", 5, 0); }
+static ra_case_spec test_id(void) { return make_id("B=1,T=4,Hk=1,Hv=1,K=1,V=1", 5, 0); }
 
 START_TEST(special_compare)
 {
@@ -71,7 +73,7 @@ START_TEST(special_compare)
     ra_gates g = test_gates(HDR "gdn\tgdn.t.*\t*\to\trel_rms\t0.1\tr\n"
                                 "gdn\tgdn.t.*\t*\to\tmax_rel\t0.1\tm\n"
                                 "gdn\tgdn.t.*\t*\tht\trel_rms\t0\tz\n");
-    ra_case_id id = test_id();
+    ra_case_spec id = test_id();
     const char *expected[] = {"o", "ht", "dq", NULL};
     ra_check_opts o = {&g, "gdn.t.x", 1, expected, "REPRO"};
     ra_rows rows;
@@ -145,7 +147,7 @@ START_TEST(special_compare_bad)
     ra_tensor *t;
     ck_assert_int_eq(ra_tensors_new(&res.tensors, &t, "o", RA_F32, 2, (int64_t[]){2, 2}), RA_OK);
     ra_gates g = test_gates(HDR "gdn\t*\t*\t*\trel_rms\t1\tany\n");
-    ra_case_id id = test_id();
+    ra_case_spec id = test_id();
     const char *expected[] = {"o", NULL};
     ra_check_opts o = {&g, "v", 1, expected, "R"};
     ra_rows rows;
@@ -179,21 +181,27 @@ END_TEST
 
 /* --- test variants --------------------------------------------------------------------- */
 
-static ra_status fwd_unsupported(const ra_case *c, ra_tensors *out, ra_run *run)
+static ra_status fwd_unsupported(const ra_variant *self, const ra_case *c, ra_tensors *out,
+                                  ra_run *run)
 {
+    (void)self;
     (void)c, (void)out, (void)run;
     RA_ERROR("gdn.t.unsup: needs K <= 2", RA_EUNSUPPORTED);
 }
 
-static ra_status fwd_error(const ra_case *c, ra_tensors *out, ra_run *run)
+static ra_status fwd_error(const ra_variant *self, const ra_case *c, ra_tensors *out,
+                            ra_run *run)
 {
+    (void)self;
     (void)c, (void)out, (void)run;
     RA_ERROR("boom", RA_EINVAL);
 }
 
 /* Zeros of the right shapes: o [B,T,Hv,V], ht [B,Hv,K,V]. */
-static ra_status fwd_zero(const ra_case *c, ra_tensors *out, ra_run *run)
+static ra_status fwd_zero(const ra_variant *self, const ra_case *c, ra_tensors *out,
+                           ra_run *run)
 {
+    (void)self;
     (void)run;
     const ra_tensor *q = ra_tensors_find(&c->tensors, "q"), *v = ra_tensors_find(&c->tensors, "v");
     const int64_t os[4] = {v->shape[0], v->shape[1], v->shape[2], v->shape[3]};
@@ -203,8 +211,9 @@ static ra_status fwd_zero(const ra_case *c, ra_tensors *out, ra_run *run)
 }
 
 /* A backward that names a gradient like an output. */
-static ra_status bwd_clash(const ra_case *c, ra_tensors *g, ra_run *run)
+static ra_status bwd_clash(const ra_variant *self, const ra_case *c, ra_tensors *g, ra_run *run)
 {
+    (void)self;
     (void)c, (void)run;
     return ra_tensors_new(g, NULL, "o", RA_F32, 1, (int64_t[]){1});
 }
@@ -224,11 +233,10 @@ static ra_case tiny_case(int h0, int hv, int T, int l2norm)
 
 START_TEST(special_supports)
 {
-    ra_variant all = {
-        "gdn.t.all", "gdn",    "d", RA_CPU, RA_FWD | RA_BWD | RA_H0 | RA_GQA | RA_L2NORM | RA_TAIL,
-        fwd_zero,    bwd_clash};
-    ra_variant bare = {"gdn.t.bare", "gdn", "d", RA_CPU, RA_FWD, fwd_zero, NULL};
-    ra_variant other = {"glr.t", "glr", "d", RA_CPU, RA_FWD, fwd_zero, NULL};
+    ra_variant all = {"gdn.t.all", "gdn", "d",      RA_CPU, RA_FWD | RA_BWD | RA_GDN_CAPS_ALL,
+                      NULL,        fwd_zero, bwd_clash};
+    ra_variant bare = {"gdn.t.bare", "gdn", "d", RA_CPU, RA_FWD, NULL, fwd_zero, NULL};
+    ra_variant other = {"glr.t", "glr", "d", RA_CPU, RA_FWD, NULL, fwd_zero, NULL};
     char why[256];
     ra_case c = tiny_case(1, 2, 100, 1);
     ck_assert(ra_variant_supports(&all, &c, 1, why, sizeof why));
@@ -259,7 +267,7 @@ START_TEST(special_supports)
        rounding), (0.8, 0.8) has 1.28.  In-kernel l2norm lifts the
        requirement. */
     ra_variant nki = bare;
-    nki.caps |= RA_UNIT_KEYS;
+    nki.caps |= RA_GDN_NEEDS_UNIT_KEYS;
     ra_tensor *k;
     ck_assert_int_eq(ra_tensors_new(&c.tensors, &k, "k", RA_F32, 4, (int64_t[]){1, 128, 1, 2}),
                      RA_OK);
@@ -275,7 +283,7 @@ START_TEST(special_supports)
     ra_tensor_set(k, 5, NAN); /* a NaN key is not a unit key */
     ck_assert(!ra_variant_supports(&nki, &c, 0, why, sizeof why));
     ra_tensor_set(k, 5, 0.8);
-    nki.caps |= RA_L2NORM;
+    nki.caps |= RA_GDN_CAP_L2NORM;
     ra_kv_set(&c.params, "l2norm", "true");
     ck_assert(ra_variant_supports(&nki, &c, 0, why, sizeof why));
     ra_kv_remove(&c.params, "l2norm");
@@ -285,7 +293,7 @@ START_TEST(special_supports)
     ra_kv_set(&c.params, "seed", "3");
     ra_case res;
     ra_case_init(&res);
-    ra_run run = {0, 0, 0, -1, NULL};
+    ra_run run = {0, 0, -1, NULL};
     ck_assert_int_eq(ra_variant_execute(&res, &all, &c, 1, &run), RA_OK);
     ck_assert_uint_eq(res.tensors.n, 2); /* no 'do' in c: backward not run */
     ck_assert_str_eq(ra_case_param(&res, "variant"), "gdn.t.all");
@@ -328,7 +336,7 @@ START_TEST(regress_tap_json)
     ra_tensor_set(b, 4, 5.5); /* worst element [1, 1]: 5.5 against 5 */
     ra_gates g = test_gates(HDR "gdn\t*\t*\t*\tmax_abs\t1\tm\n"
                                 "gdn\t*\t*\t*\tcos\t0.9999\tc\n");
-    ra_case_id id = test_id();
+    ra_case_spec id = test_id();
     ra_check_opts o = {&g, "gdn.t.v", 1, NULL, "recaudit audit --variant gdn.t.v"};
     ra_rows rows;
     ra_rows_init(&rows);
@@ -408,11 +416,14 @@ END_TEST
 static ra_registry *test_registry(void)
 {
     static const ra_variant vs[] = {
-        {"gdn.t.unsup", "gdn", "refuses", RA_CPU, RA_FWD | RA_BWD | RA_GQA | RA_TAIL,
-         fwd_unsupported, bwd_clash},
-        {"gdn.t.err", "gdn", "fails", RA_CPU, RA_FWD | RA_GQA | RA_TAIL, fwd_error, NULL},
-        {"gdn.t.zero", "gdn", "zeros", RA_CPU, RA_FWD | RA_GQA | RA_TAIL, fwd_zero, NULL},
-        {"gdn.t.noh0", "gdn", "no h0", RA_CPU, RA_FWD | RA_GQA | RA_TAIL, fwd_zero, NULL},
+        {"gdn.t.unsup", "gdn", "refuses", RA_CPU, RA_FWD | RA_BWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL,
+         NULL, fwd_unsupported, bwd_clash},
+        {"gdn.t.err", "gdn", "fails", RA_CPU, RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
+         fwd_error, NULL},
+        {"gdn.t.zero", "gdn", "zeros", RA_CPU, RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
+         fwd_zero, NULL},
+        {"gdn.t.noh0", "gdn", "no h0", RA_CPU, RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
+         fwd_zero, NULL},
     };
     ra_registry *r;
     ck_assert_int_eq(ra_registry_new(&r), RA_OK); /* gdn.cpu.* */
@@ -421,7 +432,7 @@ static ra_registry *test_registry(void)
     return r;
 }
 
-static ra_case_id tiny_id(int h0) { return make_id("B=1,T=8,Hk=1,Hv=2,K=4,V=4", 3, h0); }
+static ra_case_spec tiny_id(int h0) { return make_id("B=1,T=8,Hk=1,Hv=2,K=4,V=4", 3, h0); }
 
 /* Rows of one variant, counted by verdict. */
 static void count_variant(const ra_rows *rows, const char *v, size_t *pass, size_t *fail,
@@ -455,7 +466,7 @@ START_TEST(data_audit_case)
     o.gates = &g;
     ra_rows rows;
     ra_rows_init(&rows);
-    ra_case_id id = tiny_id(0);
+    ra_case_spec id = tiny_id(0);
     ck_assert_int_eq(ra_audit_case(&rows, r, "gdn.[ct]*.[fuez]*", &id, &o), RA_OK);
     size_t p, f, s;
     /* gdn.cpu.f64: 7 tensors (o ht dq dk dv dg dbeta) x 2 gates, all pass

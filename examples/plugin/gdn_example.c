@@ -3,7 +3,8 @@
 /*
  * This is the file a team copies to put its own kernel under
  * `recaudit validate --plugin ./libmine.so`.  It uses nothing but the
- * installed header recaudit/plugin.h; the ra_* functions it calls are
+ * installed headers recaudit/plugin.h and recaudit/gdn.h (the gdn
+ * capability bits); the ra_* functions it calls are
  * resolved from the recaudit executable when the plugin is loaded, so it
  * is linked against nothing (build it as a shared object with undefined
  * symbols allowed, the default):
@@ -17,7 +18,7 @@
  * every state S_0..S_T kept (O(T K V) doubles per head: simple, not
  * frugal).  Inputs are read exactly as doubles, outputs stored as f64.
  * The variant's envelope excludes in-kernel L2 normalisation: it does not
- * claim RA_L2NORM, validate skips the suite rows that ask for it, and a
+ * claim RA_GDN_CAP_L2NORM, validate skips the suite rows that ask for it, and a
  * case with l2norm=true given directly is refused with RA_EUNSUPPORTED.
  *
  * Built with -DPLANT_DEFECT it carries one deliberate bug, a sign error in
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "recaudit/gdn.h"
 #include "recaudit/plugin.h"
 
 const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION;
@@ -85,7 +87,7 @@ static ra_status load(gdn *p, const ra_case *c, int need_do)
     const char *l2 = ra_case_param(c, "l2norm");
     if (l2 && strcmp(l2, "false") && strcmp(l2, "0"))
         FAIL(RA_EUNSUPPORTED, "gdn.example: l2norm=true is outside this variant's envelope "
-                              "(no RA_L2NORM capability)");
+                              "(no RA_GDN_CAP_L2NORM capability)");
     const char *scale = ra_case_param(c, "scale");
     p->scale = 1.0 / sqrt((double)p->K);
     if (scale) {
@@ -140,9 +142,9 @@ static void forward_head(const gdn *p, int64_t b, int64_t h, double *S, ra_tenso
     }
 }
 
-static ra_status forward(const ra_case *c, ra_tensors *out, ra_run *run)
+static ra_status forward(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
 {
-    (void)run;
+    (void)self, (void)run;
     gdn p;
     ra_status st = load(&p, c, 0);
     if (st != RA_OK)
@@ -225,9 +227,10 @@ static void backward_head(const gdn *p, int64_t b, int64_t h, const double *S, d
             ra_tensor_set(d[DH0], (b * p->Hv + h) * KV + i, lam[i]);
 }
 
-static ra_status backward(const ra_case *c, ra_tensors *grads, ra_run *run)
+static ra_status backward(const ra_variant *self, const ra_case *c, ra_tensors *grads,
+                          ra_run *run)
 {
-    (void)run;
+    (void)self, (void)run;
     gdn p;
     ra_status st = load(&p, c, 1);
     if (st != RA_OK)
@@ -265,7 +268,7 @@ ra_status ra_plugin_register(ra_registry *r)
         .op = "gdn",
         .doc = "example plugin: sequential recurrence and reverse-time adjoint in double",
         .device = RA_CPU,
-        .caps = RA_FWD | RA_BWD | RA_H0 | RA_GQA | RA_TAIL,
+        .caps = RA_FWD | RA_BWD | RA_GDN_CAP_H0 | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL,
         .forward = forward,
         .backward = backward,
     };

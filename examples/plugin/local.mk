@@ -15,10 +15,13 @@ examples_plugin_libgdnexample_defect_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 examples_plugin_libgdnexample_defect_la_LIBADD = -lm
 
 # Broken plugins for the loader's error messages (tests/plugin-errors.sh).
-check_LTLIBRARIES += tests/libbadabi.la tests/libnoabi.la tests/libbadrow.la
+check_LTLIBRARIES += tests/libbadabi.la tests/liboldabi.la tests/libnoabi.la tests/libbadrow.la
 tests_libbadabi_la_SOURCES = tests/plugin-bad.c
 tests_libbadabi_la_CPPFLAGS = -I$(top_srcdir)/include -DBAD_ABI
 tests_libbadabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_liboldabi_la_SOURCES = tests/plugin-bad.c
+tests_liboldabi_la_CPPFLAGS = -I$(top_srcdir)/include -DOLD_ABI
+tests_liboldabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 tests_libnoabi_la_SOURCES = tests/plugin-bad.c
 tests_libnoabi_la_CPPFLAGS = -I$(top_srcdir)/include -DNO_ABI
 tests_libnoabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)

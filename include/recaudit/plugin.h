@@ -12,23 +12,34 @@
  *     int ra_plugin_register(ra_registry *r);   // calls ra_registry_add
  *
  * and running `recaudit validate --plugin ./libmine.so`.  The loader refuses
- * a plugin whose ra_plugin_abi_version differs from its own.  The functions
- * declared below are exported by the recaudit executable, which the plugin
- * links against at load time (build the plugin with unresolved ra_*
- * symbols allowed, the default for shared objects).
+ * a plugin whose ra_plugin_abi_version differs from its own, naming both
+ * versions.  The functions declared below are exported by the recaudit
+ * executable, which the plugin links against at load time (build the
+ * plugin with unresolved ra_* symbols allowed, the default for shared
+ * objects).
  *
- * Contract of forward(c, out, run): read the inputs of case c (tensors by
- * their documented names (docs/gdn.md), parameters by key), add every output tensor to out
- * (for gdn: o [B,T,Hv,V] and ht [B,Hv,K,V]) in the variant's storage dtype,
- * return RA_OK or an ra_status after reporting why with ra_error.
- * backward(c, grads, run): c also holds the cotangents (do, dht); add the
- * gradients (dq, dk, dv, dg, dbeta, and dh0 when c has h0).  A variant that
- * cannot serve a case (a shape outside its envelope, a missing capability)
- * returns RA_EUNSUPPORTED; validate reports that row as skipped, not passed.
+ * Contract of forward(self, c, out, run): self is the variant's own row
+ * (its data pointer carries the configuration, so one function serves
+ * many rows); read the inputs of case c (tensors by the names the
+ * operation's document in docs/ gives them, parameters by key), add every
+ * output tensor to out in the variant's storage dtype (for gdn: o
+ * [B,T,Hv,V] and ht [B,Hv,K,V]), return RA_OK or an ra_status after
+ * reporting why with ra_error.  backward(self, c, grads, run): c also holds
+ * the cotangents (for gdn: do, dht); add the gradient of every
+ * differentiable input (for gdn: dq, dk, dv, dg, dbeta, and dh0 when c has
+ * h0).  A variant that cannot serve a case (a shape outside its envelope,
+ * a missing capability) returns RA_EUNSUPPORTED; validate reports that row
+ * as skipped, not passed.
  *
- * ABI history: 1 — first version.  2 — the RA_UNIT_KEYS requirement bit:
- * a recaudit of ABI 1 would ignore it and run such a variant on keys it
- * was never meant for, so a plugin that may set it must not load there.
+ * Names: op.algorithm.precision[.inverse], e.g. gdn.chunk64.tf32.neumann.
+ * The gates (data/gates.tsv) select their thresholds by glob over this
+ * name, so the precision part of a name decides which thresholds apply:
+ * name a variant for the arithmetic it really does.
+ *
+ * ABI history: 1 — first version.  2 — the unit-keys requirement bit.
+ * 3 — rows carry a data pointer and the functions receive their row;
+ * capability bits beyond RA_FWD/RA_BWD are defined per operation
+ * (recaudit/gdn.h for gdn); ra_run lost its test-only faults field.
  */
 
 #include "recaudit/types.h"
@@ -37,50 +48,51 @@
 extern "C" {
 #endif
 
-#define RA_PLUGIN_ABI_VERSION 2
+#define RA_PLUGIN_ABI_VERSION 3
 
 typedef enum ra_device { RA_CPU = 0, RA_CUDA = 1 } ra_device;
 
-/* Capabilities (ra_variant.caps): what the variant can serve. */
+/* Capabilities (ra_variant.caps) every operation has. */
 enum {
-    RA_FWD = 1u << 0,    /* forward: outputs */
-    RA_BWD = 1u << 1,    /* backward: gradients from cotangents */
-    RA_H0 = 1u << 2,     /* accepts an initial state h0 */
-    RA_GQA = 1u << 3,    /* grouped value heads (Hv a multiple of Hk, > Hk) */
-    RA_L2NORM = 1u << 4, /* in-kernel L2 normalisation of q and k */
-    RA_TAIL = 1u << 5,   /* sequence length not a multiple of 64 */
-    /* Requirement, not a capability: the variant is only defined for
-       L2-normalised keys (NKI gdn_cte: "q/k MUST arrive L2-normalized";
-       unnormalised keys put (I+A)^-1 out of range).  A case whose keys
-       have |k|^2 > 1.01 somewhere and that does not ask for in-kernel
-       l2norm is outside its envelope: the audit skips it, saying so. */
-    RA_UNIT_KEYS = 1u << 6
+    RA_FWD = 1u << 0, /* forward: outputs */
+    RA_BWD = 1u << 1  /* backward: gradients from cotangents */
 };
+/* Bit i of the operation's own capabilities and requirements; each
+   operation's public header names its bits (recaudit/gdn.h), and
+   `recaudit list ops` prints them. */
+#define RA_CAP_OP(i) (1u << (8 + (i)))
 
 /* Per-run settings and measurements, shared between harness and variant. */
 typedef struct ra_run {
     int threads;       /* CPU threads the variant may use (0: its default) */
     int device;        /* CUDA device ordinal */
-    unsigned faults;   /* planted defects, for the suite's sensitivity tests
-                          only; 0 in every real run (see src/cpu/faults.h) */
     double elapsed_ms; /* set by the variant if it times itself, else < 0 */
     void *user;        /* reserved for the variant */
 } ra_run;
 
-typedef struct ra_variant {
-    const char *name; /* "gdn.chunk64.tf32": op.algorithm.precision[.bwd] */
+typedef struct ra_variant ra_variant;
+
+/* forward and backward (see the contract above). */
+typedef ra_status ra_variant_fn(const ra_variant *self, const ra_case *c, ra_tensors *out,
+                                ra_run *run);
+
+struct ra_variant {
+    const char *name; /* "gdn.chunk64.tf32": op.algorithm.precision[.inverse] */
     const char *op;   /* "gdn" */
     const char *doc;  /* one line: what it computes and how */
     ra_device device;
-    unsigned caps;
-    ra_status (*forward)(const ra_case *c, ra_tensors *out, ra_run *run);
-    ra_status (*backward)(const ra_case *c, ra_tensors *grads, ra_run *run);
-} ra_variant;
+    unsigned caps;    /* RA_FWD, RA_BWD and the operation's RA_CAP_OP bits */
+    const void *data; /* the implementation's configuration for this row */
+    ra_variant_fn *forward;
+    ra_variant_fn *backward; /* NULL without RA_BWD */
+};
 
 typedef struct ra_registry ra_registry;
 
-/* Adds a variant (the struct is copied; its strings and functions must stay
-   valid while the registry lives).  A duplicate name is refused. */
+/* Adds a variant (the struct is copied; its strings, data and functions
+   must stay valid while the registry lives).  Refused: a duplicate name,
+   an operation this recaudit does not know, capability bits the operation
+   does not define. */
 ra_status ra_registry_add(ra_registry *r, const ra_variant *v);
 
 /* Entry point a plugin exports. */

@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/capture.h"
-#include "core/gdn_case.h"
+#include "core/capture.h"
 
 /*
  * A result and a reference are compared tensor by tensor with
@@ -54,7 +53,7 @@ static void copy_str(char *dst, size_t len, const char *src)
 }
 
 /* A new row with the identifying fields set; NULL after reporting ENOMEM. */
-static ra_row *row_new(ra_rows *rows, const char *variant, const ra_case_id *id, const char *tensor,
+static ra_row *row_new(ra_rows *rows, const char *variant, const ra_case_spec *id, const char *tensor,
                        const char *repro)
 {
     if (rows->n == rows->cap) {
@@ -90,7 +89,7 @@ static void row_verdict(ra_rows *rows, ra_row *row, ra_verdict v)
         rows->skipped++;
 }
 
-ra_status ra_rows_note(ra_rows *rows, const char *variant, const ra_case_id *id, const char *tensor,
+ra_status ra_rows_note(ra_rows *rows, const char *variant, const ra_case_spec *id, const char *tensor,
                        const char *repro, ra_verdict v, const char *fmt, ...)
 {
     ra_row *row = row_new(rows, variant, id, tensor, repro);
@@ -104,74 +103,7 @@ ra_status ra_rows_note(ra_rows *rows, const char *variant, const ra_case_id *id,
     return RA_OK;
 }
 
-/* --- case identity ---------------------------------------------------------------- */
-
-/* The case's l2norm parameter with the spellings ra_case_param_bool
-   accepts; a malformed value counts as false here, and the variant's own
-   validation refuses the case with its message. */
-static int case_l2norm(const ra_case *c)
-{
-    int on = 0;
-    ra_error_handler_t *prev = ra_capture_begin();
-    if (ra_case_param_bool(&on, c, "l2norm", 0) != RA_OK)
-        on = 0;
-    ra_capture_end(prev);
-    return on;
-}
-
-void ra_case_id_from_case(ra_case_id *id, const ra_case *c, int bwd)
-{
-    memset(id, 0, sizeof *id);
-    copy_str(id->op, sizeof id->op, c->op);
-    const ra_tensor *q = ra_tensors_find(&c->tensors, "q");
-    const ra_tensor *v = ra_tensors_find(&c->tensors, "v");
-    if (c->op && strcmp(c->op, "gdn") == 0 && q && v && q->ndim == 4 && v->ndim == 4) {
-        ra_gdn_shape s = {q->shape[0], q->shape[1], q->shape[2],
-                          v->shape[2], q->shape[3], v->shape[3]};
-        ra_gdn_shape_format(id->shape, sizeof id->shape, &s);
-    } else {
-        copy_str(id->shape, sizeof id->shape, ra_case_param(c, "shape"));
-    }
-    copy_str(id->regime, sizeof id->regime, ra_case_param(c, "regime"));
-    /* The input dtype is what the tensors are, whatever the metadata says. */
-    if (q)
-        copy_str(id->dtype, sizeof id->dtype, ra_dtype_name(q->dtype));
-    else if (c->tensors.n)
-        copy_str(id->dtype, sizeof id->dtype, ra_dtype_name(c->tensors.items[0]->dtype));
-    else
-        copy_str(id->dtype, sizeof id->dtype, ra_case_param(c, "dtype"));
-    const char *seed = ra_case_param(c, "seed");
-    char *end;
-    if (seed && *seed && *seed != '-') {
-        id->seed = strtoull(seed, &end, 10);
-        id->has_seed = *end == '\0';
-    }
-    id->h0 = ra_tensors_find(&c->tensors, "h0") != NULL;
-    id->l2norm = case_l2norm(c);
-    id->bwd = bwd;
-}
-
 /* --- running a variant -------------------------------------------------------------- */
-
-/* Largest squared L2 norm over the last axis of t (a key tensor
-   [B,T,Hk,K]); NaN propagates, so a NaN key is never "unit". */
-static double max_row_norm2(const ra_tensor *t)
-{
-    const int64_t n = t->shape[t->ndim - 1];
-    double worst = 0;
-    for (int64_t r = 0; n > 0 && r < t->numel / n; r++) {
-        double s = 0;
-        for (int64_t i = 0; i < n; i++) {
-            double x = ra_tensor_get(t, r * n + i);
-            s += x * x;
-        }
-        if (isnan(s))
-            return s;
-        if (s > worst)
-            worst = s;
-    }
-    return worst;
-}
 
 int ra_variant_supports(const ra_variant *v, const ra_case *c, int bwd, char *why, size_t len)
 {
@@ -183,40 +115,8 @@ int ra_variant_supports(const ra_variant *v, const ra_case *c, int bwd, char *wh
         snprintf(why, len, "no backward (capability bwd)");
         return 0;
     }
-    if (strcmp(c->op, "gdn") != 0)
-        return 1;
-    const ra_tensor *q = ra_tensors_find(&c->tensors, "q");
-    const ra_tensor *vv = ra_tensors_find(&c->tensors, "v");
-    if (ra_tensors_find(&c->tensors, "h0") && !(v->caps & RA_H0)) {
-        snprintf(why, len, "no initial state (capability h0)");
-        return 0;
-    }
-    if (q && vv && q->ndim == 4 && vv->ndim == 4) {
-        if (vv->shape[2] != q->shape[2] && !(v->caps & RA_GQA)) {
-            snprintf(why, len, "no grouped value heads (capability gqa)");
-            return 0;
-        }
-        if (q->shape[1] % 64 != 0 && !(v->caps & RA_TAIL)) {
-            snprintf(why, len, "T=%lld is not a multiple of 64 (capability tail)",
-                     (long long)q->shape[1]);
-            return 0;
-        }
-    }
-    int l2norm = case_l2norm(c);
-    if (l2norm && !(v->caps & RA_L2NORM)) {
-        snprintf(why, len, "no in-kernel L2 normalisation (capability l2norm)");
-        return 0;
-    }
-    const ra_tensor *k = ra_tensors_find(&c->tensors, "k");
-    if ((v->caps & RA_UNIT_KEYS) && !l2norm && k && k->ndim == 4) {
-        double worst = max_row_norm2(k);
-        if (!(worst <= RA_UNIT_KEYS_MAX_NORM2)) {
-            snprintf(why, len, "needs unit-norm keys (requirement unit-keys): max |k|^2 = %.3g",
-                     worst);
-            return 0;
-        }
-    }
-    return 1;
+    const ra_op *op = ra_op_find(c->op);
+    return op ? op->supports(v, c, why, len) : 1;
 }
 
 /* 1 if c holds a cotangent of one of the outputs in out. */
@@ -242,7 +142,7 @@ ra_status ra_variant_run_forward(ra_case *result, const ra_variant *v, const ra_
                                  ra_run *run)
 {
     RA_TRY(result_init(result, v, c));
-    ra_status st = v->forward(c, &result->tensors, run);
+    ra_status st = v->forward(v, c, &result->tensors, run);
     if (st == RA_OK && result->tensors.n == 0)
         RA_ERRORF(RA_EINTERNAL, "variant %s: forward returned no output", v->name);
     return st;
@@ -253,7 +153,7 @@ ra_status ra_variant_run_backward(ra_case *result, const ra_variant *v, const ra
 {
     ra_tensors grads;
     ra_tensors_init(&grads);
-    ra_status st = v->backward(c, &grads, run);
+    ra_status st = v->backward(v, c, &grads, run);
     for (size_t i = 0; st == RA_OK && i < grads.n; i++) {
         if (ra_tensors_find(&result->tensors, grads.items[i]->name)) {
             RA_REPORTF(RA_EINTERNAL, "variant %s: backward tensor '%s' has an output's name",
@@ -317,7 +217,7 @@ ra_status ra_ref_require_certified(const ra_case *ref, const char *what)
 
 /* A new row carrying the metrics of one tensor and its worst element. */
 static ra_status metrics_row(ra_row **out, ra_rows *rows, const char *variant,
-                             const ra_case_id *id, const ra_tensor *ref, const ra_check_opts *o,
+                             const ra_case_spec *id, const ra_tensor *ref, const ra_check_opts *o,
                              const ra_metrics *m, const char *worst_at)
 {
     ra_row *row = row_new(rows, variant, id, ref->name, o->repro);
@@ -333,7 +233,7 @@ static ra_status metrics_row(ra_row **out, ra_rows *rows, const char *variant,
 }
 
 static ra_status compare_one(ra_rows *rows, const ra_tensor *res, const ra_tensor *ref,
-                             const ra_case_id *id, const ra_check_opts *o)
+                             const ra_case_spec *id, const ra_check_opts *o)
 {
     const char *variant = o->variant ? o->variant : "-";
     if (!ra_shape_equal(res->ndim, res->shape, ref->ndim, ref->shape)) {
@@ -382,8 +282,21 @@ static ra_status compare_one(ra_rows *rows, const ra_tensor *res, const ra_tenso
     return RA_OK;
 }
 
+/* A result with none of the reference's tensors: name the ones expected. */
+static ra_status no_common_tensor(const ra_case *ref)
+{
+    char names[256] = "";
+    for (size_t i = 0; i < ref->tensors.n; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 ref->tensors.items[i]->name);
+    RA_ERRORF(RA_EINVAL,
+              "the result holds none of the reference's tensors (op %s: %s; names as the "
+              "operation's document in docs/ gives them)",
+              ref->op ? ref->op : "-", names);
+}
+
 ra_status ra_check_compare(ra_rows *rows, const ra_case *result, const ra_case *ref,
-                           const ra_case_id *id, const ra_check_opts *o)
+                           const ra_case_spec *id, const ra_check_opts *o)
 {
     const char *variant = o->variant ? o->variant : "-";
     if (o->expected) {
@@ -410,8 +323,6 @@ ra_status ra_check_compare(ra_rows *rows, const ra_case *result, const ra_case *
         compared++;
     }
     if (!compared)
-        RA_ERROR("the result holds none of the reference's tensors (names must follow docs/gdn.md: "
-                 "o, ht, dq, dk, dv, dg, dbeta, dh0 for gdn)",
-                 RA_EINVAL);
+        return no_common_tensor(ref);
     return RA_OK;
 }

@@ -9,6 +9,7 @@
 #include "audit/suite.h"
 #include "core/case.h"
 #include "core/metrics.h"
+#include "core/op.h"
 #include "core/progress.h"
 #include "core/status.h"
 #include "ref/ref.h"
@@ -20,8 +21,8 @@
  * failed to run, a missing tensor, a tensor no gate covers, an uncertified
  * reference).  `check` compares one result file, `audit` one generated case
  * against every matching variant, `validate` a whole suite; the commands
- * only parse options and print rows.  Tests call the same entry points with
- * ra_audit_opts.faults set to plant defects (src/cpu/faults.h).
+ * only parse options and print rows.  Tests call the same entry points on
+ * registries of their own rows (planted defects: src/cpu/faults.h).
  *
  * Verdicts: PASS and FAIL for gate rows; FAIL also for a variant error, a
  * missing output, an uncertified reference and (when gates are required) a
@@ -29,21 +30,6 @@
  * capability, or it returned RA_EUNSUPPORTED); INFO for metrics reported
  * without gates (check without a variant).
  */
-
-/* What a case is: enough to regenerate it with one command. */
-typedef struct ra_case_id {
-    char op[16];
-    char shape[96];
-    char regime[32];
-    char dtype[8]; /* input dtype, the gates' dtype column */
-    unsigned long long seed;
-    int has_seed; /* 0 for a case read from a file without a seed */
-    int h0, l2norm;
-    int bwd; /* gradients wanted */
-} ra_case_id;
-
-/* Fills an id from a case's metadata and tensors ("-" where unknown). */
-void ra_case_id_from_case(ra_case_id *id, const ra_case *c, int bwd);
 
 typedef enum ra_verdict {
     RA_VERDICT_PASS,
@@ -56,7 +42,7 @@ const char *ra_verdict_name(ra_verdict v); /* "pass", "FAIL", "skip", "-" */
 
 typedef struct ra_row {
     char variant[96];
-    ra_case_id id;
+    ra_case_spec id;
     char tensor[32];  /* "-" for a row about the whole run */
     char metric[16];  /* the gated metric, "" when none */
     double value;     /* the metric's value (NaN when none) */
@@ -84,12 +70,9 @@ void ra_rows_clear(ra_rows *rows);
 
 /* --- running a variant --------------------------------------------------------- */
 
-/* 1 if v can serve case c (op, capabilities against h0, grouped heads,
-   l2norm, T not a multiple of 64, and the unit-keys requirement); else 0
-   with the reason in why.  bwd asks for the backward too. */
-#define RA_UNIT_KEYS_MAX_NORM2                                                                     \
-    1.01 /* |k|^2 of a normalised key stored in                                                    \
-            bf16 is within about 2^-8 of 1 */
+/* 1 if v can serve case c (the op, RA_BWD when bwd asks for the
+   backward too, then the op's own capability test); else 0 with the
+   reason in why. */
 int ra_variant_supports(const ra_variant *v, const ra_case *c, int bwd, char *why, size_t len);
 
 /* Runs v on c: the forward, then the backward when bwd is set, v has
@@ -111,7 +94,7 @@ ra_status ra_variant_run_backward(ra_case *result, const ra_variant *v, const ra
 
 /* Appends a row without metrics (a skip, an error, a missing tensor) with
    the note formatted from fmt and counts its verdict. */
-ra_status ra_rows_note(ra_rows *rows, const char *variant, const ra_case_id *id, const char *tensor,
+ra_status ra_rows_note(ra_rows *rows, const char *variant, const ra_case_spec *id, const char *tensor,
                        const char *repro, ra_verdict v, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
 
@@ -131,7 +114,7 @@ typedef struct ra_check_opts {
    is expected, else ignored.  Shape mismatches and bad files are errors
    (returned); gate failures are rows. */
 ra_status ra_check_compare(ra_rows *rows, const ra_case *result, const ra_case *ref,
-                           const ra_case_id *id, const ra_check_opts *o);
+                           const ra_case_spec *id, const ra_check_opts *o);
 
 /* Names of the gradients in ref: "d<x>" for every tensor x of the case. */
 int ra_is_gradient_of(const char *name, const ra_case *c);
@@ -150,18 +133,17 @@ typedef struct ra_audit_opts {
     ra_ref_opts ref;
     int allow_uncertified;
     int threads;
-    unsigned faults;       /* ra_run.faults: planted defects (tests only) */
     ra_progress *progress; /* advanced once per variant run (may be NULL) */
 } ra_audit_opts;
 
 void ra_audit_opts_init(ra_audit_opts *o);
 
-/* Generates the case described by id, takes its reference (through the
+/* Generates the case described by id (a checked spec), takes its reference (through the
    cache) once, and runs, compares and gates every variant of r whose name
    matches glob and whose op is id->op.  Verdicts become rows; the return
    status is for failures that stop the audit itself (generation, the
    reference, memory). */
-ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, const ra_case_id *id,
+ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, const ra_case_spec *id,
                         const ra_audit_opts *o);
 
 /* ra_audit_case over every row of a suite.  RA_ENOTFOUND when no variant

@@ -1,7 +1,6 @@
 # The audit pipeline: variant registry and plugins, gates, suites, check/audit/validate.
 librecaudit_a_SOURCES += src/audit/registry.c src/audit/registry.h \
-	src/audit/datadir.c src/audit/datadir.h \
-	src/audit/capture.c src/audit/capture.h \
+	src/audit/datadir.c src/audit/datadir.h src/audit/embedded_data.S \
 	src/audit/tsv.c src/audit/tsv.h \
 	src/audit/gates.c src/audit/gates.h \
 	src/audit/suite.c src/audit/suite.h \
@@ -10,8 +9,13 @@ librecaudit_a_SOURCES += src/audit/registry.c src/audit/registry.h \
 
 # Where an installed recaudit finds gates.tsv and suites/ (src/audit/datadir.c).
 AM_CPPFLAGS += -DRA_PKGDATADIR='"$(pkgdatadir)"'
+# The built-in copies of the data files: the assembler finds them under
+# data/, and the object is rebuilt when one changes.
+AM_CCASFLAGS = -Wa,-I$(top_srcdir)/data
+embedded_data_files = data/gates.tsv data/suites/quick.tsv data/suites/full.tsv
+src/audit/embedded_data.$(OBJEXT): $(embedded_data_files)
 
-pkginclude_HEADERS += include/recaudit/plugin.h
+pkginclude_HEADERS += include/recaudit/plugin.h include/recaudit/gdn.h
 dist_pkgdata_DATA += data/gates.tsv
 suitesdir = $(pkgdatadir)/suites
 dist_suites_DATA = data/suites/quick.tsv data/suites/full.tsv
@@ -29,6 +33,6 @@ tests_t_validate_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_sensitivity_CFLAGS = $(TEST_CFLAGS)
 tests_t_sensitivity_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
-TESTS += tests/audit-commands.sh tests/audit-validate.sh
-EXTRA_DIST += tests/audit-commands.sh tests/audit-validate.sh
+TESTS += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
+EXTRA_DIST += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
 EXTRA_DIST += docs/external.md

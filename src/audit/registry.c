@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/capture.h"
+#include "core/capture.h"
+#include "core/op.h"
 #include "core/table.h"
 #include "cpu/cpu.h"
+#include "gpu/gpu.h"
 
 /*
  * The registry is a growing array of ra_variant copies in registration
@@ -29,11 +31,12 @@
  * was.  Handles of loaded plugins are closed only when the registry is
  * freed: the variant rows point into them.
  *
- * ra_registry_new adds the CPU variants (ra_cpu_register).  No CUDA
- * variant exists yet; when src/gpu/ gains some, their registration call
- * goes next to ra_cpu_register under RA_HAVE_CUDA.
+ * ra_registry_new adds the built-in rows of each directory's one list
+ * (src/cpu/, src/gpu/; a build without CUDA has an empty GPU list), so
+ * adding a built-in variant never touches this file.
  *
- * Variant rows are validated on entry (name syntax, op, forward present,
+ * Variant rows are validated on entry (name syntax, an operation of the
+ * table, capability bits that operation defines, forward present,
  * capabilities consistent with the function pointers) because a plugin is
  * foreign code: a bad row is refused with a message naming it instead of
  * crashing later in validate.
@@ -58,10 +61,22 @@ ra_status ra_registry_new_empty(ra_registry **out)
     return RA_OK;
 }
 
+/* The built-in lists, one per directory. */
+static const struct {
+    size_t (*count)(void);
+    const ra_variant *(*at)(size_t i);
+} builtin[] = {
+    {ra_cpu_variant_count, ra_cpu_variant_at},
+    {ra_gpu_variant_count, ra_gpu_variant_at},
+};
+
 ra_status ra_registry_new(ra_registry **out)
 {
     RA_TRY(ra_registry_new_empty(out));
-    ra_status st = ra_cpu_register(*out);
+    ra_status st = RA_OK;
+    for (size_t l = 0; st == RA_OK && l < sizeof builtin / sizeof builtin[0]; l++)
+        for (size_t i = 0; st == RA_OK && i < builtin[l].count(); i++)
+            st = ra_registry_add(*out, builtin[l].at(i));
     if (st != RA_OK) {
         ra_registry_free(*out);
         *out = NULL;
@@ -141,18 +156,21 @@ ra_status ra_registry_add(ra_registry *r, const ra_variant *v)
     if (!name_ok(v->name))
         RA_ERRORF(RA_EINVAL, "%svariant name '%s' is not 1-%d characters of [A-Za-z0-9._-]", from,
                   v->name ? v->name : "(null)", RA_VARIANT_NAME_MAX);
-    if (!name_ok(v->op))
-        RA_ERRORF(RA_EINVAL, "%svariant '%s': op '%s' is not a valid operation name", from, v->name,
-                  v->op ? v->op : "(null)");
+    const ra_op *op = ra_op_find(v->op);
+    if (!op)
+        RA_ERRORF(RA_EINVAL,
+                  "%svariant '%s': op '%s' is not an operation of this recaudit (see 'recaudit "
+                  "list ops')",
+                  from, v->name, v->op ? v->op : "(null)");
     if (!v->doc || !*v->doc || strchr(v->doc, '\n') || strchr(v->doc, '\t'))
         RA_ERRORF(RA_EINVAL, "%svariant '%s': doc must be one non-empty line", from, v->name);
     if (v->device != RA_CPU && v->device != RA_CUDA)
         RA_ERRORF(RA_EINVAL, "%svariant '%s': device %d is neither RA_CPU nor RA_CUDA", from,
                   v->name, (int)v->device);
-    const unsigned known = RA_FWD | RA_BWD | RA_H0 | RA_GQA | RA_L2NORM | RA_TAIL | RA_UNIT_KEYS;
+    const unsigned known = ra_op_caps_known(op);
     if (v->caps & ~known)
-        RA_ERRORF(RA_EINVAL, "%svariant '%s': unknown capability bits 0x%x", from, v->name,
-                  v->caps & ~known);
+        RA_ERRORF(RA_EINVAL, "%svariant '%s': capability bits 0x%x are not defined for op %s",
+                  from, v->name, v->caps & ~known, op->name);
     if (!(v->caps & RA_FWD) || !v->forward)
         RA_ERRORF(RA_EINVAL, "%svariant '%s': every variant needs RA_FWD and a forward", from,
                   v->name);
@@ -226,10 +244,16 @@ ra_status ra_registry_load_plugin(ra_registry *r, const char *path)
         goto fail;
     }
     if (*abi != RA_PLUGIN_ABI_VERSION) {
+        /* Say what changed since the plugin's version, so its author
+           knows what the rebuild involves. */
+        const char *why = *abi < 3 ? ": ABI 3 passes each function its own row (self) and a "
+                                     "data pointer, and defines capability bits per operation "
+                                     "(recaudit/gdn.h)"
+                                   : "";
         RA_REPORTF(RA_EUNSUPPORTED,
                    "plugin %s: ABI version %d, this recaudit expects %d (rebuild it against "
-                   "this recaudit's recaudit/plugin.h)",
-                   path, *abi, RA_PLUGIN_ABI_VERSION);
+                   "this recaudit's recaudit/plugin.h)%s",
+                   path, *abi, RA_PLUGIN_ABI_VERSION, why);
         st = RA_EUNSUPPORTED;
         goto fail;
     }
@@ -282,31 +306,6 @@ fail:
     return st;
 }
 
-void ra_caps_format(char *buf, size_t len, unsigned caps)
-{
-    static const struct {
-        unsigned bit;
-        const char *name;
-    } names[] = {{RA_FWD, "fwd"},
-                 {RA_BWD, "bwd"},
-                 {RA_H0, "h0"},
-                 {RA_GQA, "gqa"},
-                 {RA_L2NORM, "l2norm"},
-                 {RA_TAIL, "tail"},
-                 {RA_UNIT_KEYS, "unit-keys"}};
-    size_t used = 0;
-    if (len)
-        buf[0] = '\0';
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (!(caps & names[i].bit))
-            continue;
-        int w = snprintf(buf + used, len > used ? len - used : 0, "%s%s", used ? "," : "",
-                         names[i].name);
-        if (w > 0)
-            used += (size_t)w;
-    }
-}
-
 ra_status ra_registry_table(ra_table **out, const ra_registry *r, const char *pattern)
 {
     static const char *const headers[] = {"name", "op", "device", "caps", "doc", "from"};
@@ -316,7 +315,7 @@ ra_status ra_registry_table(ra_table **out, const ra_registry *r, const char *pa
         if (pattern && !ra_glob_match(pattern, v->name))
             continue;
         char caps[64];
-        ra_caps_format(caps, sizeof caps, v->caps);
+        ra_op_caps_format(caps, sizeof caps, ra_op_find(v->op), v->caps);
         const char *cells[] = {v->name, v->op,  v->device == RA_CUDA ? "cuda" : "cpu",
                                caps,    v->doc, r->origin[i] ? r->origin[i] : "built-in"};
         ra_status st = ra_table_add_row(*out, cells);

@@ -42,9 +42,6 @@ const char *ra_registry_origin_of(const ra_registry *r, const ra_variant *v);
 /* Number of variants whose name matches the glob. */
 size_t ra_registry_count_matching(const ra_registry *r, const char *pattern);
 
-/* "fwd,bwd,h0,gqa,l2norm,tail" for a capability mask. */
-void ra_caps_format(char *buf, size_t len, unsigned caps);
-
 /* `recaudit list variants`: columns name, op, device, caps, doc, from
    (built-in or the plugin path); pattern NULL lists every row. */
 struct ra_table;

@@ -249,8 +249,10 @@ static json_t *row_json(const ra_row *r)
     e |= jset(o, "regime", json_string(r->id.regime));
     e |= jset(o, "dtype", json_string(r->id.dtype));
     e |= jset(o, "seed", r->id.has_seed ? json_integer((json_int_t)r->id.seed) : json_null());
-    e |= jset(o, "h0", json_boolean(r->id.h0));
-    e |= jset(o, "l2norm", json_boolean(r->id.l2norm));
+    /* One boolean per generation flag of the op (gdn: h0, l2norm). */
+    const ra_op *op = ra_op_find(r->id.op);
+    for (int i = 0; op && op->flags && op->flags[i].name; i++)
+        e |= jset(o, op->flags[i].name, json_boolean(r->id.flags & (1u << i)));
     e |= jset(o, "direction", json_string(r->id.bwd ? "fwd+bwd" : "fwd"));
     e |= jset(o, "tensor", json_string(r->tensor));
     e |= jset(o, "metric", r->gated ? json_string(r->metric) : json_null());

@@ -3,21 +3,18 @@
 
 #include "audit/suite.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/capture.h"
 #include "audit/datadir.h"
 #include "audit/tsv.h"
-#include "core/gdn_case.h"
-#include "core/gen_gdn.h"
+#include "core/capture.h"
 
 /*
- * Fields are validated with the same parsers the commands use (the gdn
- * shape parser, the regime table), run with a silent error handler so that
+ * Fields are validated with the same checks the commands use
+ * (ra_case_spec_check), run with a silent error handler so that
  * their reason can be re-reported once with the suite file and line in
  * front of it.
  */
@@ -43,68 +40,68 @@ static int copy_field(char *dst, size_t len, const char *src)
     return 1;
 }
 
+/* Re-reports the reason captured since prev with the file and line. */
+static ra_status field_error(ra_error_handler_t *prev, ra_status st, const char *what, int line)
+{
+    ra_capture_end(prev);
+    RA_ERRORF(st == RA_ENOMEM ? st : RA_EFORMAT, "%s line %d: %s", what, line, ra_last_error());
+}
+
 static ra_status parse_row(ra_suite_row *row, char **f, int line, const char *what)
 {
     memset(row, 0, sizeof *row);
     row->line = line;
-    if (strcmp(f[0], "gdn") != 0)
-        RA_ERRORF(RA_EUNSUPPORTED, "%s line %d: op '%s': suites can generate gdn cases only", what,
-                  line, f[0]);
-    strcpy(row->op, f[0]);
-
-    ra_gdn_shape sh;
-    ra_error_handler_t *prev = ra_capture_begin();
-    ra_status st = ra_gdn_shape_parse(&sh, f[1]);
-    ra_capture_end(prev);
-    if (st != RA_OK)
-        RA_ERRORF(RA_EFORMAT, "%s line %d: %s", what, line, ra_last_error());
-    ra_gdn_shape_format(row->shape, sizeof row->shape, &sh);
-
-    int known = 0;
-    for (const ra_regime_info *r = ra_gdn_regimes(); r->name; r++)
-        known |= strcmp(r->name, f[2]) == 0;
-    if (!known || !copy_field(row->regime, sizeof row->regime, f[2]))
+    ra_case_spec *s = &row->spec;
+    ra_case_spec_init(s);
+    const ra_op *op = ra_op_find(f[0]);
+    if (!op || !copy_field(s->op, sizeof s->op, f[0]))
+        RA_ERRORF(RA_EFORMAT, "%s line %d: op '%s' is not an operation (see 'recaudit list ops')",
+                  what, line, f[0]);
+    if (!copy_field(s->shape, sizeof s->shape, f[1]))
+        RA_ERRORF(RA_EFORMAT, "%s line %d: shape '%s' is too long", what, line, f[1]);
+    if (!ra_op_regime(op, f[2]) || !copy_field(s->regime, sizeof s->regime, f[2]))
         RA_ERRORF(RA_EFORMAT, "%s line %d: unknown regime '%s' (see 'recaudit list regimes')", what,
                   line, f[2]);
-
     if (strcmp(f[3], "f64") && strcmp(f[3], "f32") && strcmp(f[3], "bf16") && strcmp(f[3], "f16"))
         RA_ERRORF(RA_EFORMAT, "%s line %d: dtype '%s' is not f64, f32, bf16 or f16", what, line,
                   f[3]);
-    strcpy(row->dtype, f[3]);
+    strcpy(s->dtype, f[3]);
 
     if (strcmp(f[4], "fwd") == 0)
-        row->bwd = 0;
+        s->bwd = 0;
     else if (strcmp(f[4], "fwd+bwd") == 0)
-        row->bwd = 1;
+        s->bwd = 1;
     else
         RA_ERRORF(RA_EFORMAT, "%s line %d: direction '%s' is not fwd or fwd+bwd", what, line, f[4]);
 
     char *end;
     errno = 0;
-    row->seed = strtoull(f[5], &end, 10);
+    s->seed = strtoull(f[5], &end, 10);
     if (f[5][0] == '-' || end == f[5] || *end || errno == ERANGE)
         RA_ERRORF(RA_EFORMAT, "%s line %d: seed '%s' is not a non-negative integer", what, line,
                   f[5]);
+    s->has_seed = 1;
 
+    ra_error_handler_t *prev = ra_capture_begin();
     if (strcmp(f[6], "-") != 0) {
         for (char *p = f[6]; *p;) {
             size_t n = strcspn(p, ",");
-            if (n == 2 && strncmp(p, "h0", 2) == 0)
-                row->h0 = 1;
-            else if (n == 6 && strncmp(p, "l2norm", 6) == 0)
-                row->l2norm = 1;
-            else
-                RA_ERRORF(RA_EFORMAT, "%s line %d: flag '%.*s' is not h0 or l2norm (or '-')", what,
-                          line, (int)n, p);
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)n, p);
+            ra_status st = ra_case_spec_set_flag(s, op, name);
+            if (st != RA_OK)
+                return field_error(prev, st, what, line);
             p += n;
-            if (*p == ',' && !*++p)
+            if (*p == ',' && !*++p) {
+                ra_capture_end(prev);
                 RA_ERRORF(RA_EFORMAT, "%s line %d: trailing comma in flags", what, line);
+            }
         }
     }
-    /* The tail regime exists to exercise a partial last chunk. */
-    if (strcmp(row->regime, "tail") == 0 && sh.T % 64 == 0)
-        RA_ERRORF(RA_EFORMAT, "%s line %d: regime tail needs T not a multiple of 64, got T=%lld",
-                  what, line, (long long)sh.T);
+    ra_status st = ra_case_spec_check(s, "op");
+    if (st != RA_OK)
+        return field_error(prev, st, what, line);
+    ra_capture_end(prev);
     return RA_OK;
 }
 
@@ -146,59 +143,28 @@ ra_status ra_suite_load(ra_suite *s, const char *name_or_path)
     return ra_tsv_load(NULL, rel, parse_text, s);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 ra_status ra_suite_table(ra_table **out)
 {
     *out = NULL;
     char dir[4096];
-    RA_TRY(ra_data_find(dir, sizeof dir, "suites"));
-    DIR *d = opendir(dir);
-    if (!d)
-        RA_ERRORF(RA_EIO, "%s: cannot list: %s", dir, strerror(errno));
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    ra_status st = RA_OK;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (len <= 4 || strcmp(e->d_name + len - 4, ".tsv") != 0 || e->d_name[0] == '.')
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 8;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) {
-                st = RA_ENOMEM;
-                break;
-            }
-            names = nn;
-        }
-        if (!(names[n] = strdup(e->d_name))) {
-            st = RA_ENOMEM;
-            break;
-        }
-        n++;
-    }
-    closedir(d);
-    if (st == RA_ENOMEM)
-        RA_REPORTF(st, "out of memory");
-    if (st == RA_OK)
-        qsort(names, n, sizeof *names, cmp_str);
+    char **names;
+    size_t n;
+    RA_TRY(ra_data_suites(&names, &n, dir, sizeof dir));
     static const char *const headers[] = {"name", "rows", "description", "path"};
-    if (st == RA_OK)
-        st = ra_table_new(out, 4, headers);
+    ra_status st = ra_table_new(out, 4, headers);
+    const int builtin = strcmp(dir, RA_DATA_BUILTIN) == 0;
     for (size_t i = 0; st == RA_OK && i < n; i++) {
-        char path[4096 + 256], rows[32], name[256];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        snprintf(name, sizeof name, "%.*s", (int)(strlen(names[i]) - 4), names[i]);
+        char path[4096 + 256], rows[32];
+        if (builtin)
+            snprintf(path, sizeof path, "built-in copy of data/suites/%s.tsv", names[i]);
+        else
+            snprintf(path, sizeof path, "%s/%s.tsv", dir, names[i]);
         ra_suite s;
         ra_suite_init(&s);
-        st = ra_suite_load(&s, path);
+        st = ra_suite_load(&s, builtin ? names[i] : path);
         if (st == RA_OK) {
             snprintf(rows, sizeof rows, "%zu", s.n);
-            const char *cells[] = {name, rows, s.doc, path};
+            const char *cells[] = {names[i], rows, s.doc, path};
             st = ra_table_add_row(*out, cells);
         }
         ra_suite_clear(&s);

@@ -5,31 +5,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/op.h"
 #include "core/status.h"
 #include "core/table.h"
 
 /*
  * A suite file is tab-separated (syntax of src/audit/tsv.h) with header
  *     op  shape  regime  dtype  direction  seed  flags
- * shape: the canonical B=..,T=..,Hk=..,Hv=..,K=..,V=.. text; regime: one of
- * the op's regimes; dtype: the input dtype (f64, f32, bf16, f16);
- * direction: `fwd` (outputs only) or `fwd+bwd` (outputs and gradients);
- * seed: a non-negative integer; flags: `-` or a comma list of `h0`
- * (generate an initial state) and `l2norm` (the kernel normalises q/k).
+ * op: a name of the operation table; shape: in the op's syntax (gdn:
+ * B=..,T=..,Hk=..,Hv=..,K=..,V=..); regime: one of the op's regimes;
+ * dtype: the input dtype (f64, f32, bf16, f16); direction: `fwd` (outputs
+ * only) or `fwd+bwd` (outputs and gradients); seed: a non-negative
+ * integer; flags: `-` or a comma list of the op's generation flags (gdn:
+ * `h0`, generate an initial state; `l2norm`, the kernel normalises q/k).
  * The first comment line of the file is its one-line description.
- * Every field is checked when the file is read (shape through the op's
- * parser, regime against the op's regime table), errors naming the file
+ * Every field is checked when the file is read (ra_case_spec_check: the
+ * op's shape parser, regime table and spec check), errors naming the file
  * and line, so a suite never fails half-way through a long run on a typo.
  */
 
 typedef struct ra_suite_row {
-    char op[16];
-    char shape[96];
-    char regime[32];
-    char dtype[8];
-    int bwd;
-    unsigned long long seed;
-    int h0, l2norm;
+    ra_case_spec spec; /* checked: op, canonical shape, regime, flags */
     int line;
 } ra_suite_row;
 

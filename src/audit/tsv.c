@@ -4,6 +4,7 @@
 #include "audit/tsv.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,23 +33,25 @@ ra_status ra_tsv_open(ra_tsv *t, const char *text, const char *what)
 
 ra_status ra_tsv_load(const char *path, const char *rel, ra_tsv_text_fn *parse, void *ctx)
 {
-    char buf[4096];
+    char where[4096 + 64];
+    char *text = NULL;
     if (!path) {
-        RA_TRY(ra_data_find(buf, sizeof buf, rel));
-        path = buf;
-    }
-    uint8_t *data;
-    size_t len;
-    RA_TRY(ra_file_read_all(&data, &len, path));
-    char *text = malloc(len + 1);
-    if (!text) {
+        RA_TRY(ra_data_read(&text, where, sizeof where, rel));
+    } else {
+        uint8_t *data;
+        size_t len;
+        RA_TRY(ra_file_read_all(&data, &len, path));
+        text = malloc(len + 1);
+        if (!text) {
+            free(data);
+            RA_ERROR("out of memory", RA_ENOMEM);
+        }
+        memcpy(text, data, len);
+        text[len] = '\0';
         free(data);
-        RA_ERROR("out of memory", RA_ENOMEM);
+        snprintf(where, sizeof where, "%s", path);
     }
-    memcpy(text, data, len);
-    text[len] = '\0';
-    free(data);
-    ra_status st = parse(ctx, text, path);
+    ra_status st = parse(ctx, text, where);
     free(text);
     return st;
 }

@@ -24,8 +24,8 @@ typedef struct ra_tsv {
 typedef ra_status ra_tsv_text_fn(void *ctx, const char *text, const char *what);
 
 /* Reads the table file path, or when path is NULL the shipped file
-   data/REL (ra_data_find), and gives its text to parse(ctx, text, the
-   path read). */
+   data/REL (ra_data_read: a file, else the built-in copy), and gives its
+   text to parse(ctx, text, where it came from). */
 ra_status ra_tsv_load(const char *path, const char *rel, ra_tsv_text_fn *parse, void *ctx);
 
 /* Takes one data line of a table (ra_tsv_parse): fields[0..ncols-1], and

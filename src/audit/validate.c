@@ -8,26 +8,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/capture.h"
-#include "core/gen_gdn.h"
+#include "core/capture.h"
 
 /*
- * Per case: generate it (ra_gdn_generate, deterministic in the seed), take
+ * Per case: generate it (the op's generator, deterministic in the seed), take
  * its reference once through ra_ref_compute (which caches, so a suite row
  * shared by N variants, or run again, costs one reference), then for each
  * variant: check its capabilities, run the forward and (for fwd+bwd cases)
  * the backward with the variant's error messages captured into the verdict
  * row, and compare what it returned with the reference.
  *
- * The variant's messages are captured (src/audit/capture.h) so that a
+ * The variant's messages are captured (src/core/capture.h) so that a
  * kernel that refuses a case (RA_EUNSUPPORTED) becomes a skip row carrying
  * its reason and one that fails becomes a FAIL row carrying it, instead of
  * stray lines on stderr between table rows.
  *
  * Every row gets the one command that regenerates its case and re-runs the
- * variant: `recaudit audit --variant NAME --op gdn --shape S --regime R
- * --dtype D --seed N` plus --h0, --l2norm, --fwd-only, and --plugin/--gates
- * when the variant or gates came from files.
+ * variant: `recaudit audit --variant NAME --op OP --shape S --regime R
+ * --dtype D --seed N` plus the op's flags (--h0, --l2norm for gdn),
+ * --fwd-only, and --plugin/--gates when the variant or gates came from
+ * files.
  */
 
 void ra_audit_opts_init(ra_audit_opts *o)
@@ -47,33 +47,19 @@ size_t ra_audit_count_variants(const ra_registry *r, const char *glob, const cha
 }
 
 static void repro_command(char *buf, size_t len, const ra_registry *r, const ra_variant *v,
-                          const ra_case_id *id, const ra_audit_opts *o)
+                          const ra_case_spec *id, const ra_audit_opts *o)
 {
     const char *plugin = ra_registry_origin_of(r, v);
+    char flags[128];
+    ra_case_spec_flags_format(flags, sizeof flags, id, " --");
     snprintf(buf, len,
              "recaudit audit --variant %s --op %s --shape %s --regime %s --dtype %s --seed %llu"
-             "%s%s%s%s%s%s%s%s",
-             v->name, id->op, id->shape, id->regime, id->dtype, id->seed, id->h0 ? " --h0" : "",
-             id->l2norm ? " --l2norm" : "", id->bwd ? "" : " --fwd-only",
+             "%s%s%s%s%s%s%s",
+             v->name, id->op, id->shape, id->regime, id->dtype, id->seed, flags,
+             id->bwd ? "" : " --fwd-only",
              plugin ? " --plugin " : "", plugin ? plugin : "", o->gates_path ? " --gates " : "",
              o->gates_path ? o->gates_path : "",
              o->allow_uncertified ? " --allow-uncertified" : "");
-}
-
-static ra_status generate(ra_case *c, const ra_case_id *id)
-{
-    if (strcmp(id->op, "gdn") != 0)
-        RA_ERRORF(RA_EUNSUPPORTED, "audit: cases can be generated for op gdn only, not '%s'",
-                  id->op);
-    ra_gdn_gen_opts g;
-    memset(&g, 0, sizeof g);
-    RA_TRY(ra_gdn_shape_parse(&g.shape, id->shape));
-    RA_TRY(ra_dtype_parse(&g.dtype, id->dtype));
-    g.regime = id->regime;
-    g.seed = id->seed;
-    g.h0 = id->h0;
-    g.l2norm = id->l2norm;
-    return ra_gdn_generate(c, &g);
 }
 
 /* NULL-ended list of the reference's tensors: all, or only the outputs. */
@@ -95,7 +81,7 @@ static ra_status expected_names(const char ***out, const ra_case *ref, const ra_
 
 typedef struct case_ctx {
     const ra_case *c, *ref;
-    const ra_case_id *id;
+    const ra_case_spec *id;
     const ra_audit_opts *o;
     const char **outputs, **all;
     int certified;
@@ -118,7 +104,6 @@ static ra_status audit_variant(ra_rows *rows, const ra_registry *r, const ra_var
     ra_run run;
     memset(&run, 0, sizeof run);
     run.threads = x->o->threads;
-    run.faults = x->o->faults;
     run.elapsed_ms = -1;
 
     ra_case result;
@@ -162,12 +147,13 @@ static ra_status audit_variant(ra_rows *rows, const ra_registry *r, const ra_var
     return st;
 }
 
-ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, const ra_case_id *id,
+ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, const ra_case_spec *id,
                         const ra_audit_opts *o)
 {
-    char what[256];
-    snprintf(what, sizeof what, "case %s %s regime=%s dtype=%s seed=%llu%s%s", id->op, id->shape,
-             id->regime, id->dtype, id->seed, id->h0 ? " h0" : "", id->l2norm ? " l2norm" : "");
+    char what[384], flags[128];
+    ra_case_spec_flags_format(flags, sizeof flags, id, " ");
+    snprintf(what, sizeof what, "case %s %s regime=%s dtype=%s seed=%llu%s", id->op, id->shape,
+             id->regime, id->dtype, id->seed, flags);
     if (ra_audit_count_variants(r, glob, id->op) == 0)
         return RA_OK;
     ra_case c, ref;
@@ -175,7 +161,7 @@ ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, c
     ra_case_init(&ref);
     case_ctx x;
     memset(&x, 0, sizeof x);
-    ra_status st = generate(&c, id);
+    ra_status st = ra_case_spec_generate(&c, id);
     if (st == RA_OK) {
         ra_ref_opts ro = o->ref;
         ro.grads = id->bwd;
@@ -214,20 +200,7 @@ ra_status ra_validate(ra_rows *rows, const ra_registry *r, const char *glob, con
 {
     if (ra_registry_count_matching(r, glob) == 0)
         RA_ERRORF(RA_ENOTFOUND, "no variant matches '%s' (see 'recaudit list variants')", glob);
-    for (size_t i = 0; i < s->n; i++) {
-        const ra_suite_row *sr = &s->rows[i];
-        ra_case_id id;
-        memset(&id, 0, sizeof id);
-        snprintf(id.op, sizeof id.op, "%s", sr->op);
-        snprintf(id.shape, sizeof id.shape, "%s", sr->shape);
-        snprintf(id.regime, sizeof id.regime, "%s", sr->regime);
-        snprintf(id.dtype, sizeof id.dtype, "%s", sr->dtype);
-        id.seed = sr->seed;
-        id.has_seed = 1;
-        id.h0 = sr->h0;
-        id.l2norm = sr->l2norm;
-        id.bwd = sr->bwd;
-        RA_TRY(ra_audit_case(rows, r, glob, &id, o));
-    }
+    for (size_t i = 0; i < s->n; i++)
+        RA_TRY(ra_audit_case(rows, r, glob, &s->rows[i].spec, o));
     return RA_OK;
 }

@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <stdio.h>
+#include <string.h>
 
 #include "audit/audit.h"
 #include "audit/report.h"
@@ -22,9 +23,9 @@ static void print_help(FILE *f)
 {
     fprintf(
         f,
-        "usage: recaudit audit --variant GLOB [--op gdn] --shape B=..,T=..,Hk=..,Hv=..,K=..,V=..\n"
-        "                      [--regime NAME] [--dtype f32|bf16|f16|f64] [--seed N] [--h0]\n"
-        "                      [--l2norm] [--fwd-only] [--plugin LIB.so]... [--gates FILE]\n"
+        "usage: recaudit audit --variant GLOB [--op OP] --shape SHAPE [--regime NAME]\n"
+        "                      [--dtype f32|bf16|f16|f64] [--seed N] [--FLAG]...\n"
+        "                      [--fwd-only] [--plugin LIB.so]... [--gates FILE]\n"
         "                      [--threads N] [--format text|md|csv|json] [--json FILE]\n"
         "                      [--allow-uncertified]\n"
         "\n"
@@ -34,13 +35,14 @@ static void print_help(FILE *f)
         "\n"
         "options:\n"
         "  --variant GLOB       variants to audit (shell pattern, e.g. 'gdn.cpu.*')\n"
-        "  --op OP              operation (default gdn)\n"
-        "  --shape S            the case's shape (required)\n"
-        "  --regime NAME        input distribution (default: default; 'recaudit list regimes')\n"
+        "  --op OP              operation (default: that of the matching variants)\n"
+        "  --shape S            the case's shape (required; syntax: 'recaudit gen --help')\n"
+        "  --regime NAME        input distribution (default: the operation's first;\n"
+        "                       'recaudit list regimes')\n"
         "  --dtype D            input dtype (default f32)\n"
-        "  --seed N             seed (default 0)\n"
-        "  --h0                 with an initial state\n"
-        "  --l2norm             kernels normalise q and k themselves\n"
+        "  --seed N             seed (default 0)\n");
+    ra_cli_help_flags(f);
+    fprintf(f,
         "  --fwd-only           outputs only, no gradients\n"
         "  --plugin LIB.so      load a variant plugin (repeatable)\n"
         "  --gates FILE         gates table (default: the shipped data/gates.tsv)\n"
@@ -69,7 +71,7 @@ static const ra_cli_syntax audit_syntax = {.cmd = "audit",
                                            .style = RA_CLI_BARE,
                                            .late = RA_CLI_BIT(RA_CLI_DTYPE)};
 
-static int audit(const ra_cli_args *a, const ra_case_id *id)
+static int audit(const ra_cli_args *a, const ra_case_spec *id)
 {
     ra_cli_audit s;
     ra_status st = ra_cli_audit_begin(&s, a);
@@ -86,12 +88,41 @@ static int audit(const ra_cli_args *a, const ra_case_id *id)
     }
     FILE *info = ra_cli_info_stream(a->fmt);
     if (st == RA_OK) {
-        fprintf(info, "audit: %s %s regime=%s dtype=%s seed=%llu%s%s%s\n", id->op, id->shape,
-                id->regime, id->dtype, id->seed, id->h0 ? " h0" : "", id->l2norm ? " l2norm" : "",
-                id->bwd ? "" : " fwd-only");
+        char flags[128];
+        ra_case_spec_flags_format(flags, sizeof flags, id, " ");
+        fprintf(info, "audit: %s %s regime=%s dtype=%s seed=%llu%s%s\n", id->op, id->shape,
+                id->regime, id->dtype, id->seed, flags, id->bwd ? "" : " fwd-only");
         st = ra_report_metrics_table(stdout, &s.rows, a->fmt, 1);
     }
     return ra_cli_audit_end(&s, st, a, "audit", info);
+}
+
+/* Without --op: the one operation of the variants --variant matches. */
+static int op_of_variants(ra_cli_args *a)
+{
+    ra_registry *r;
+    if (ra_registry_new_with_plugins(&r, a->plugins) != RA_OK)
+        return 2;
+    const char *op = NULL;
+    int several = 0;
+    for (size_t i = 0; i < ra_registry_count(r); i++) {
+        const ra_variant *v = ra_registry_at(r, i);
+        if (!ra_glob_match(a->variant, v->name))
+            continue;
+        if (op && strcmp(op, v->op) != 0)
+            several = 1;
+        op = v->op;
+    }
+    const ra_op *row = op ? ra_op_find(op) : NULL;
+    ra_registry_free(r);
+    if (!row)
+        return ra_cli_usage_error("audit", "no variant matches '%s' (see 'recaudit list variants')",
+                                  a->variant);
+    if (several)
+        return ra_cli_usage_error("audit", "variants of several operations match '%s': give --op",
+                                  a->variant);
+    a->op = row->name; /* a string of the operation table: outlives r */
+    return 0;
 }
 
 int ra_cmd_audit(int argc, char **argv)
@@ -100,19 +131,16 @@ int ra_cmd_audit(int argc, char **argv)
     int rc = ra_cli_parse(&a, &audit_syntax, argc, argv, NULL);
     if (rc != RA_CLI_GO)
         return rc;
-    if (!a.spec.op)
-        a.spec.op = "gdn"; /* the regime defaults in ra_cli_case_id, the dtype to f32 */
     rc = ra_cli_no_more(&a);
     if (rc == 0 && !a.variant)
         rc = ra_cli_usage_error("audit", "--variant GLOB is required (e.g. 'gdn.cpu.*')");
-    if (rc == 0 && !ra_cli_can_generate(a.spec.op))
-        rc = ra_cli_usage_error("audit", "--op %s: cases can be generated for gdn only", a.spec.op);
-    if (rc == 0 && !a.spec.shape)
-        rc =
-            ra_cli_usage_error("audit", "--shape is required (e.g. B=1,T=128,Hk=1,Hv=2,K=32,V=32)");
-    ra_case_id id;
+    if (rc == 0 && !a.op)
+        rc = op_of_variants(&a);
+    if (rc == 0 && !a.shape)
+        rc = ra_cli_usage_error("audit", "--shape is required (syntax: 'recaudit gen --help')");
+    ra_case_spec id;
     if (rc == 0)
-        rc = ra_cli_case_id(&id, &a);
+        rc = ra_cli_case_spec(&id, &a);
     if (rc == 0)
         rc = audit(&a, &id);
     ra_cli_args_clear(&a);

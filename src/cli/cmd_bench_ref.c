@@ -13,22 +13,23 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/case.h"
-#include "core/gdn_case.h"
 #include "core/table.h"
-#include "ref/gdn.h"
+#include "core/op.h"
+#include "ref/refop.h"
 #include "ref/ref.h"
 
 /*
- * Per-core rates: one head (B = Hk = Hv = 1, the given T, K, V, the default
- * regime) run single-threaded, forward alone and forward + backward; the
- * backward's time is the difference.  Operations are MPFR arithmetic calls
- * counted by formula (ra_gdn_op_count).  Baselines on the same amount of
- * data, a K x V array swept row by row with the accumulation pattern of the
- * references, x_j <- x_j + S_ij k_i: one mpfr_fma per element (the bound the
- * brief names), and mpfr_mul + mpfr_add per element (the two calls the
- * references actually use per multiply-add).  ratio = ns per reference
- * operation / ns per baseline call.  Then the wall time of a certified
- * forward + backward (ra_ref_compute, cache off) for the whole shape.
+ * Per-core rates: one unit of work of the shape (the op's unit_shape; gdn:
+ * one head, B = Hk = Hv = 1, the given T, K, V), the default regime, run
+ * single-threaded, forward alone and forward + backward; the backward's
+ * time is the difference.  Operations are MPFR arithmetic calls counted by
+ * formula (the reference's op_count).  Baselines: a 128 x 128 array (a
+ * production head's state) swept row by row with the accumulation pattern
+ * of the references, x_j <- x_j + S_ij k_i: one mpfr_fma per element, and
+ * mpfr_mul + mpfr_add per element (the two calls the references use per
+ * multiply-add).  ratio = ns per reference operation / ns per baseline
+ * call.  Then the wall time of a certified forward + backward
+ * (ra_ref_compute, cache off) for the whole shape.
  */
 
 static double now(void)
@@ -39,23 +40,32 @@ static double now(void)
 }
 
 typedef struct bench_args {
-    ra_cli_case_spec spec; /* --shape and --seed of the case (gdn, f32, default regime) */
+    ra_case_spec spec; /* the case (f32, default regime) */
     mpfr_prec_t prec;
     int threads;
 } bench_args;
 
+#define BASE_K 128
+#define BASE_V 128
+
 static void print_help(FILE *f)
 {
-    fprintf(f, "usage: recaudit bench-ref [--shape S] [--prec N] [--threads N] [--seed N]\n"
+    const ra_op *op = ra_ops()[0];
+    fprintf(f, "usage: recaudit bench-ref [--op OP] [--shape S] [--prec N] [--threads N] "
+               "[--seed N]\n"
                "\n"
-               "Measures the gdn MPFR reference: MPFR operations per second per core for\n"
-               "the forward and the backward (one head, one thread; operations counted by\n"
-               "formula) against bare mpfr_fma and mpfr_mul+mpfr_add loops at the same\n"
-               "precision over a K x V array, and the wall time of a certified forward +\n"
-               "backward (p and the 2p check) of the whole shape.\n"
+               "Measures an operation's MPFR reference: MPFR operations per second per core\n"
+               "for the forward and the backward (one unit of work, e.g. one head, one\n"
+               "thread; operations counted by formula) against bare mpfr_fma and\n"
+               "mpfr_mul+mpfr_add loops at the same precision over a 128 x 128 array, and\n"
+               "the wall time of a certified forward + backward (p and the 2p check) of\n"
+               "the whole shape.\n"
                "\n"
-               "options:\n"
-               "  --shape S      gdn shape (default B=1,T=64,Hk=1,Hv=2,K=128,V=128)\n"
+               "options:\n");
+    fprintf(f, "  --op OP        operation (default %s, the first of 'recaudit list ops')\n",
+            op->name);
+    fprintf(f, "  --shape S      shape (default for %s: %s)\n", op->name, op->bench_shape);
+    fprintf(f, 
                "  --prec N       working precision (default 128)\n"
                "  --threads N    threads of the certified run (default: all)\n"
                "  --seed N       case seed (default 0)\n"
@@ -65,7 +75,7 @@ static void print_help(FILE *f)
 enum { OPT_PREC = RA_CLI_OWN };
 
 static const struct option bench_options[] = {
-    RA_CLI_OPTION_SHAPE,   {"prec", required_argument, NULL, OPT_PREC},
+    RA_CLI_OPTION_OP,      RA_CLI_OPTION_SHAPE, {"prec", required_argument, NULL, OPT_PREC},
     RA_CLI_OPTION_THREADS, RA_CLI_OPTION_SEED,
     RA_CLI_OPTIONS_END,
 };
@@ -94,22 +104,41 @@ static int parse_args(bench_args *a, int argc, char **argv)
     int rc = ra_cli_parse(&cli, &bench_syntax, argc, argv, a);
     if (rc != RA_CLI_GO)
         return rc;
-    a->spec = cli.spec;
-    a->spec.op = "gdn";
-    if (!a->spec.shape)
-        a->spec.shape = "B=1,T=64,Hk=1,Hv=2,K=128,V=128";
+    if (!cli.op)
+        cli.op = ra_ops()[0]->name;
+    const ra_op *op = ra_op_find(cli.op);
+    if (op && !cli.shape)
+        cli.shape = op->bench_shape;
     a->threads = (int)cli.threads;
-    return ra_cli_no_more(&cli) ? 2 : RA_CLI_GO;
+    rc = ra_cli_no_more(&cli) ? 2 : ra_cli_case_spec(&a->spec, &cli);
+    ra_cli_args_clear(&cli);
+    return rc ? rc : RA_CLI_GO;
 }
 
-/* The case of the benchmark with shape s. */
-static ra_status gen_case(ra_case *c, const ra_gdn_shape *s, const bench_args *a)
+/* The case of the benchmark with shape text. */
+static ra_status gen_case(ra_case *c, const char *shape, const bench_args *a)
 {
-    char text[128];
-    ra_gdn_shape_format(text, sizeof text, s);
-    ra_cli_case_spec spec = a->spec;
-    spec.shape = text;
-    return ra_cli_case_generate(c, &spec);
+    ra_case_spec spec = a->spec;
+    snprintf(spec.shape, sizeof spec.shape, "%s", shape);
+    return ra_case_spec_generate(c, &spec);
+}
+
+/* Seconds of one single-threaded reference run of c at prec (with
+   gradients or not), and its operation counts. */
+static ra_status time_run(double *secs, double *fwd, double *bwd, const ra_ref_op *ref,
+                          const ra_case *c, int grads, mpfr_prec_t prec)
+{
+    void *state;
+    ra_ref_outs layout, outs;
+    RA_TRY(ref->prepare(&state, &layout, c, grads, "bench case"));
+    ref->op_count(state, fwd, bwd);
+    memset(&outs, 0, sizeof outs);
+    double t0 = now();
+    ra_status st = ref->run(&outs, &prec, 1, state, 1, NULL);
+    *secs = now() - t0;
+    ra_ref_outs_clear(&outs);
+    ref->release(state);
+    return st;
 }
 
 /* ns per call of a bare loop over a K x V array: fma (muladd == 0) or
@@ -174,60 +203,44 @@ static ra_status add_row(ra_table *t, const char *what, double ops, double secs,
 
 static ra_status bench(const bench_args *a)
 {
-    ra_gdn_shape s, one;
-    RA_TRY(ra_gdn_shape_parse(&s, a->spec.shape));
-    one = s;
-    one.B = one.Hk = one.Hv = 1;
+    const ra_op *op = ra_op_find(a->spec.op);
+    if (!op || !op->ref || !op->ref->op_count)
+        RA_ERRORF(RA_EUNSUPPORTED, "bench-ref: op %s has no reference operation count",
+                  a->spec.op);
+    char one[RA_SPEC_SHAPE_MAX];
+    RA_TRY(op->unit_shape(one, sizeof one, a->spec.shape));
     ra_case c1;
     ra_case_init(&c1);
-    RA_TRY(gen_case(&c1, &one, a));
-    ra_gdn_problem p;
-    ra_gdn_data d;
-    ra_status st = ra_gdn_problem_init(&p, &c1, RA_GDN_NEED_COTANGENTS, "bench case");
-    if (st == RA_OK)
-        st = ra_gdn_data_init(&d, &p);
-    if (st != RA_OK) {
-        ra_case_clear(&c1);
-        return st;
-    }
+    RA_TRY(gen_case(&c1, one, a));
     double fwd_ops, bwd_ops, tf = 0, tfb = 0;
-    ra_gdn_op_count(&one, d.in.l2norm, d.in.x[RA_GDN_DHT] != NULL, 0, &fwd_ops, &bwd_ops);
-    ra_gdn_out out;
-    double t0 = now();
-    st = ra_gdn_run(&out, &d.in, a->prec, 0, 1, NULL);
-    tf = now() - t0;
-    ra_gdn_out_clear(&out);
-    if (st == RA_OK) {
-        t0 = now();
-        st = ra_gdn_run(&out, &d.in, a->prec, 1, 1, NULL);
-        tfb = now() - t0;
-        ra_gdn_out_clear(&out);
-    }
-    ra_gdn_data_clear(&d);
+    ra_status st = time_run(&tf, &fwd_ops, &bwd_ops, op->ref, &c1, 0, a->prec);
+    if (st == RA_OK)
+        st = time_run(&tfb, &fwd_ops, &bwd_ops, op->ref, &c1, 1, a->prec);
     ra_case_clear(&c1);
     double base_fma = 0, base_ma = 0;
     if (st == RA_OK)
-        st = bare_loop(&base_fma, s.K, s.V, a->prec, fwd_ops, 0);
+        st = bare_loop(&base_fma, BASE_K, BASE_V, a->prec, fwd_ops, 0);
     if (st == RA_OK)
-        st = bare_loop(&base_ma, s.K, s.V, a->prec, fwd_ops, 1);
+        st = bare_loop(&base_ma, BASE_K, BASE_V, a->prec, fwd_ops, 1);
     RA_TRY(st);
 
     static const char *const headers[] = {"loop (1 thread)", "mpfr_ops", "seconds",   "ns/op",
                                           "Mops/s/core",     "vs_fma",   "vs_mul+add"};
     ra_table *t;
     RA_TRY(ra_table_new(&t, 7, headers));
-    st = add_row(t, "gdn forward", fwd_ops, tf, base_fma, base_ma);
+    char fwd_row[48], bwd_row[48];
+    snprintf(fwd_row, sizeof fwd_row, "%s forward", op->name);
+    snprintf(bwd_row, sizeof bwd_row, "%s backward", op->name);
+    st = add_row(t, fwd_row, fwd_ops, tf, base_fma, base_ma);
     if (st == RA_OK)
-        st = add_row(t, "gdn backward", bwd_ops, tfb - tf, base_fma, base_ma);
+        st = add_row(t, bwd_row, bwd_ops, tfb - tf, base_fma, base_ma);
     if (st == RA_OK)
         st = add_row(t, "bare mpfr_fma", fwd_ops, base_fma * fwd_ops * 1e-9, base_fma, base_ma);
     if (st == RA_OK)
         st = add_row(t, "bare mpfr_mul+add", fwd_ops, base_ma * fwd_ops * 1e-9, base_fma, base_ma);
     if (st == RA_OK) {
-        char one_text[128];
-        ra_gdn_shape_format(one_text, sizeof one_text, &one);
-        printf("gdn reference at %ld bits, one head %s, default regime:\n", (long)a->prec,
-               one_text);
+        printf("%s reference at %ld bits, one unit %s, default regime:\n", op->name,
+               (long)a->prec, one);
         st = ra_table_write(t, stdout, RA_FMT_TEXT);
     }
     ra_table_free(t);
@@ -237,19 +250,18 @@ static ra_status bench(const bench_args *a)
     ra_case c, ref;
     ra_case_init(&c);
     ra_case_init(&ref);
-    st = gen_case(&c, &s, a);
+    st = gen_case(&c, a->spec.shape, a);
     ra_ref_opts o;
     ra_ref_opts_init(&o);
     o.prec = a->prec;
     o.threads = a->threads;
     o.use_cache = 0;
     if (st == RA_OK) {
-        t0 = now();
+        double t0 = now();
         st = ra_ref_compute(&ref, &c, &o, "bench case");
         double wall = now() - t0;
         if (st == RA_OK) {
-            char text[128];
-            ra_gdn_shape_format(text, sizeof text, &s);
+            const char *text = a->spec.shape;
             char th[32];
             snprintf(th, sizeof th, "%d", a->threads);
             printf("certified forward+backward %s: %.2f s wall (rounds %s, certified %s, "

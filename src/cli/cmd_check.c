@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/case.h"
+#include "core/op.h"
 #include "ref/ref.h"
 
 /*
@@ -61,15 +62,24 @@ typedef struct check_args {
 static ra_status same_case(const ra_case *c, const char *case_path, const ra_case *other,
                            const char *other_path)
 {
-    static const char *const keys[] = {"shape", "seed", "regime", "dtype", "l2norm", "scale"};
+    static const char *const keys[] = {"shape", "seed", "regime", "dtype"};
     if (!other->op || !c->op || strcmp(other->op, c->op) != 0)
         RA_ERRORF(RA_EINVAL, "%s: op '%s' but the case %s is '%s'", other_path,
                   other->op ? other->op : "-", case_path, c->op ? c->op : "-");
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        const char *x = ra_case_param(c, keys[i]), *y = ra_case_param(other, keys[i]);
+    const ra_op *op = ra_op_find(c->op);
+    const size_t ngeneric = sizeof keys / sizeof keys[0];
+    for (size_t i = 0;; i++) {
+        /* the generic keys, then the operation's parameters */
+        const char *key = i < ngeneric ? keys[i]
+                          : op && op->params && op->params[i - ngeneric].name
+                              ? op->params[i - ngeneric].name
+                              : NULL;
+        if (!key)
+            break;
+        const char *x = ra_case_param(c, key), *y = ra_case_param(other, key);
         if (x && y && strcmp(x, y) != 0)
             RA_ERRORF(RA_EINVAL, "%s: metadata %s=%s, but the case %s has %s=%s: not made from it",
-                      other_path, keys[i], y, case_path, keys[i], x);
+                      other_path, key, y, case_path, key, x);
     }
     return RA_OK;
 }
@@ -140,8 +150,8 @@ static int check(const check_args *a)
                  a->result_path, a->ref_path ? " --ref " : "", a->ref_path ? a->ref_path : "",
                  variant ? " --variant " : "", variant ? variant : "",
                  a->cli->gates ? " --gates " : "", a->cli->gates ? a->cli->gates : "");
-        ra_case_id id;
-        ra_case_id_from_case(&id, &c, 1);
+        ra_case_spec id;
+        ra_case_spec_from_case(&id, &c, 1);
         ra_check_opts co = {variant ? &gates : NULL, variant, 1, NULL, repro};
         st = ra_check_compare(&rows, &res, &ref, &id, &co);
     }

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/case.h"
-#include "core/ops.h"
+#include "core/op.h"
 
 /*
  * Options are collected first and checked as a whole (missing --op,
@@ -28,18 +28,19 @@ static void print_help(FILE *f)
                "the same bytes on every machine.\n"
                "\n"
                "options:\n"
-               "  --op OP            operation ('recaudit list ops'): gdn\n"
-               "  --shape SHAPE      gdn: B=..,T=..,Hk=..,Hv=..,K=..,V=.. (any order;\n"
-               "                     H= sets Hk and Hv, D= sets K and V)\n"
-               "  --dtype T          storage of q, k, v, do: f32 (default), bf16, f16, f64;\n"
-               "                     g, beta, h0, dht are f32 (f64 when T is f64)\n"
-               "  --regime NAME      input distribution ('recaudit list regimes'; default:\n"
-               "                     default)\n"
-               "  --seed N           random seed (default 0)\n"
-               "  --h0               also draw an initial state h0\n"
-               "  --l2norm           set l2norm=true: the kernel L2-normalises q and k\n"
-               "  -o, --output FILE  the case file to write (.safetensors)\n"
-               "  -h, --help         this help\n"
+               "  --op OP              operation ('recaudit list ops')\n"
+               "  --shape SHAPE        in the operation's syntax:\n");
+    for (const ra_op *const *o = ra_ops(); *o; o++)
+        fprintf(f, "                         %s: %s\n", (*o)->name, (*o)->shape_example);
+    fprintf(f, "  --dtype T            storage of the inputs and cotangents: f32 (default),\n"
+               "                       bf16, f16, f64; gates and states stay f32 (f64 when T\n"
+               "                       is f64): 'recaudit list tensors' says which\n"
+               "  --regime NAME        input distribution ('recaudit list regimes'; default:\n"
+               "                       the operation's first)\n"
+               "  --seed N             random seed (default 0)\n");
+    ra_cli_help_flags(f);
+    fprintf(f, "  -o, --output FILE    the case file to write (.safetensors)\n"
+               "  -h, --help           this help\n"
                "\n"
                "example:\n"
                "  recaudit gen --op gdn --shape B=1,T=64,Hk=1,Hv=2,K=16,V=16 --dtype bf16 \\\n"
@@ -63,9 +64,9 @@ static int check_args(const ra_cli_args *a)
 {
     if (ra_cli_no_more(a))
         return 2;
-    if (!a->spec.op)
+    if (!a->op)
         return ra_cli_usage_error("gen", "missing --op (one of: 'recaudit list ops')");
-    if (!a->spec.shape)
+    if (!a->shape)
         return ra_cli_usage_error("gen", "missing --shape");
     if (!a->output)
         return ra_cli_usage_error("gen", "missing -o FILE.safetensors");
@@ -74,13 +75,6 @@ static int check_args(const ra_cli_args *a)
                                   "-o '%s': a case holds several tensors and metadata, so it is "
                                   "written as .safetensors (.npy holds one array)",
                                   a->output);
-    if (!ra_cli_can_generate(a->spec.op))
-        return ra_cli_usage_error("gen",
-                                  ra_op_find(a->spec.op)
-                                      ? "--op '%s': this operation has no generator yet"
-                                      : "--op '%s': unknown operation (gdn, ...: "
-                                        "'recaudit list ops')",
-                                  a->spec.op);
     return 0;
 }
 
@@ -91,11 +85,15 @@ int ra_cmd_gen(int argc, char **argv)
     if (rc != RA_CLI_GO)
         return rc;
     rc = check_args(&a);
+    ra_case_spec spec;
+    if (!rc)
+        rc = ra_cli_case_spec(&spec, &a);
+    ra_cli_args_clear(&a);
     if (rc)
         return rc;
     ra_case c;
     ra_case_init(&c);
-    ra_status st = ra_cli_case_generate(&c, &a.spec);
+    ra_status st = ra_case_spec_generate(&c, &spec);
     if (st == RA_OK)
         st = ra_case_save(&c, a.output);
     ra_case_clear(&c);

@@ -9,12 +9,15 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/case.h"
+#include "core/op.h"
 #include "core/table.h"
 #include "gradcheck/gradcheck.h"
 
 /*
- * The case is a file (positional CASE) or generated from --shape, --regime,
- * --seed, --h0, --l2norm, --dtype exactly as `recaudit gen` would.  Without
+ * The case is a file (positional CASE) or generated from --op, --shape,
+ * --regime, --seed, the op's flags and --dtype exactly as `recaudit gen`
+ * would; the operation's row gives the default shapes and the
+ * finite-difference hooks.  Without
  * --grads the reference backward is checked (the proof that its closed
  * forms are right); with --grads FILE the gradients in FILE are (any
  * backward's output, with the tensor names that docs/gdn.md defines).  One
@@ -22,12 +25,9 @@
  * row is below --min-digits.
  */
 
-#define DEFAULT_SHAPE_SMALL "B=1,T=6,Hk=1,Hv=2,K=4,V=3"
-#define DEFAULT_SHAPE_LARGE "B=1,T=32,Hk=2,Hv=4,K=8,V=8"
-
 typedef struct gc_args {
     const char *case_path, *grads_path;
-    ra_cli_case_spec spec; /* the generated case (no case_path) */
+    ra_case_spec spec; /* the generated case (no case_path) */
     double min_digits;
     ra_gc_opts o;
     ra_format fmt;
@@ -35,33 +35,37 @@ typedef struct gc_args {
 
 static void print_help(FILE *f)
 {
-    fprintf(f, "usage: recaudit gradcheck --op gdn [--shape S] [--regime R] [--seed N] [--h0]\n"
-               "                          [--l2norm] [--mode M] [--prec N] [--min-digits D]\n"
+    fprintf(f, "usage: recaudit gradcheck --op OP [--shape S] [--regime R] [--seed N] [--FLAG]...\n"
+               "                          [--mode M] [--prec N] [--min-digits D]\n"
                "                          [--grads RESULT.safetensors] [CASE.safetensors]\n"
                "\n"
                "Central finite differences of the MPFR forward (step 2^-80, Richardson) of\n"
-               "L = <do, o> + <dht, ht>, against the gradients of the reference backward (or\n"
-               "those in --grads).  Prints, per input tensor, the decimal digits on which\n"
-               "they agree: a right formula shows tens of digits, a wrong one about none.\n"
+               "L = sum of <cotangent, output> over the outputs (gdn: <do, o> + <dht, ht>),\n"
+               "against the gradients of the reference backward (or those in --grads).\n"
+               "Prints, per input tensor, the decimal digits on which they agree: a right\n"
+               "formula shows tens of digits, a wrong one about none.\n"
                "\n"
                "options:\n"
-               "  --op OP            operation (gdn); optional with CASE\n"
-               "  --shape S          generated case shape (default " DEFAULT_SHAPE_SMALL "\n"
-               "                     element-wise, " DEFAULT_SHAPE_LARGE " otherwise)\n"
-               "  --regime R         input regime of the generated case (default)\n"
-               "  --dtype T          storage dtype of the generated case (f32)\n"
-               "  --seed N           case seed, and the seed of random directions (0)\n"
-               "  --h0, --l2norm     generated case with h0 / with l2norm=true\n"
-               "  --mode M           elementwise (default): every input element;\n"
-               "                     directional: one random direction per input tensor;\n"
-               "                     dot: the VJP/JVP dot-product test\n"
-               "  --prec N           MPFR precision of everything (default 256)\n"
-               "  --h-log2 N         finite-difference step 2^-N (default 80)\n"
-               "  --min-digits D     exit 1 when a tensor agrees on fewer digits (30)\n"
-               "  --grads FILE       check these gradients (dq, dk, dv, dg, dbeta, dh0)\n"
-               "  --threads N        OpenMP threads (default: all)\n"
-               "  --format F         text (default), md, csv, json\n"
-               "  -h, --help         this help\n"
+               "  --op OP              operation ('recaudit list ops'); optional with CASE\n");
+    for (const ra_op *const *o = ra_ops(); *o; o++)
+        if ((*o)->gradcheck_shapes[0])
+            fprintf(f, "  --shape S            default for %s: %s element-wise,\n"
+                       "                       %s otherwise\n",
+                    (*o)->name, (*o)->gradcheck_shapes[0], (*o)->gradcheck_shapes[1]);
+    fprintf(f, "  --regime R           input regime of the generated case (the op's first)\n"
+               "  --dtype T            storage dtype of the generated case (f32)\n"
+               "  --seed N             case seed, and the seed of random directions (0)\n");
+    ra_cli_help_flags(f);
+    fprintf(f, "  --mode M             elementwise (default): every input element;\n"
+               "                       directional: one random direction per input tensor;\n"
+               "                       dot: the VJP/JVP dot-product test\n"
+               "  --prec N             MPFR precision of everything (default 256)\n"
+               "  --h-log2 N           finite-difference step 2^-N (default 80)\n"
+               "  --min-digits D       exit 1 when a tensor agrees on fewer digits (30)\n"
+               "  --grads FILE         check these gradients (gdn: dq, dk, dv, dg, dbeta, dh0)\n"
+               "  --threads N          OpenMP threads (default: all)\n"
+               "  --format F           text (default), md, csv, json\n"
+               "  -h, --help           this help\n"
                "\n"
                "exit status: 0 every tensor >= --min-digits, 1 one is below, 2 bad usage\n"
                "or input\n");
@@ -129,35 +133,37 @@ static int parse_args(gc_args *a, int argc, char **argv)
     int rc = ra_cli_parse(&cli, &gc_syntax, argc, argv, a);
     if (rc != RA_CLI_GO)
         return rc;
-    const ra_cli_case_spec *s = &cli.spec;
-    a->spec = *s;
     a->o.threads = (int)cli.threads;
     a->fmt = cli.fmt;
     a->case_path = ra_cli_operand(&cli);
-    if (ra_cli_no_more(&cli))
-        return 2;
-    if (!a->case_path && !s->op)
-        return ra_cli_usage_error("gradcheck", "give --op gdn (and a shape), or a CASE file");
-    if (s->op && strcmp(s->op, "gdn") != 0)
-        return ra_cli_usage_error("gradcheck", "--op '%s': gradient checks exist for: gdn", s->op);
-    if (a->case_path && (s->shape || s->regime || s->h0 || s->l2norm))
-        return ra_cli_usage_error("gradcheck",
-                                  "--shape/--regime/--h0/--l2norm describe a generated case; "
-                                  "not with CASE");
-    if (a->o.h_log2 >= a->o.prec - 8)
-        return ra_cli_usage_error("gradcheck", "--h-log2 %ld needs --prec above %ld", a->o.h_log2,
-                                  a->o.h_log2 + 8);
-    a->o.seed = s->seed;
-    if (!a->spec.shape)
-        a->spec.shape = a->o.mode == RA_GC_ELEMENTWISE ? DEFAULT_SHAPE_SMALL : DEFAULT_SHAPE_LARGE;
-    return RA_CLI_GO;
+    rc = ra_cli_no_more(&cli) ? 2 : 0;
+    if (!rc && !a->case_path && !cli.op)
+        rc = ra_cli_usage_error("gradcheck", "give --op OP (and a shape), or a CASE file");
+    if (!rc && a->case_path && (cli.shape || cli.regime || cli.nflags))
+        rc = ra_cli_usage_error("gradcheck", "--shape/--regime and the op's flags describe a "
+                                             "generated case; not with CASE");
+    if (!rc && a->o.h_log2 >= a->o.prec - 8)
+        rc = ra_cli_usage_error("gradcheck", "--h-log2 %ld needs --prec above %ld", a->o.h_log2,
+                                a->o.h_log2 + 8);
+    a->o.seed = cli.seed;
+    if (!rc && !a->case_path) {
+        const ra_op *op = ra_op_find(cli.op);
+        if (op && !cli.shape)
+            cli.shape = op->gradcheck_shapes[a->o.mode != RA_GC_ELEMENTWISE];
+        rc = ra_cli_case_spec(&a->spec, &cli);
+        if (!rc && !op->gradcheck)
+            rc = ra_cli_usage_error("gradcheck", "--op '%s': this operation has no gradient check",
+                                    op->name);
+    }
+    ra_cli_args_clear(&cli);
+    return rc ? rc : RA_CLI_GO;
 }
 
 static ra_status make_case(ra_case *c, const gc_args *a)
 {
     if (a->case_path)
         return ra_case_load(c, a->case_path);
-    return ra_cli_case_generate(c, &a->spec);
+    return ra_case_spec_generate(c, &a->spec);
 }
 
 static ra_status print_result(const ra_gc_result *r, ra_format fmt)
@@ -205,9 +211,9 @@ int ra_cmd_gradcheck(int argc, char **argv)
         st = print_result(&r, a.fmt);
     double min = st == RA_OK ? ra_gc_min_digits(&r) : 0;
     if (st == RA_OK && a.fmt == RA_FMT_TEXT)
-        printf("gradcheck gdn, %s, %ld bits, step 2^-%ld, %s: min %.1f digits (threshold "
+        printf("gradcheck %s, %s, %ld bits, step 2^-%ld, %s: min %.1f digits (threshold "
                "%.0f): %s\n",
-               ra_gc_mode_name(a.o.mode), (long)a.o.prec, a.o.h_log2,
+               c.op, ra_gc_mode_name(a.o.mode), (long)a.o.prec, a.o.h_log2,
                a.grads_path ? a.grads_path : "reference backward", min, a.min_digits,
                min >= a.min_digits ? "pass" : "FAIL");
     ra_case_clear(&c);

@@ -11,8 +11,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "core/gen_gdn.h"
-#include "core/ops.h"
+#include "core/op.h"
 #include "core/table.h"
 
 /*
@@ -29,8 +28,8 @@ static ra_status list_ops(ra_table **out, const char *const *plugins)
     (void)plugins;
     static const char *const headers[] = {"op", "doc"};
     RA_TRY(ra_table_new(out, 2, headers));
-    for (const ra_op_info *o = ra_ops(); o->name; o++) {
-        const char *row[] = {o->name, o->doc};
+    for (const ra_op *const *o = ra_ops(); *o; o++) {
+        const char *row[] = {(*o)->name, (*o)->doc};
         RA_TRY(ra_table_add_row(*out, row));
     }
     return RA_OK;
@@ -41,10 +40,28 @@ static ra_status list_regimes(ra_table **out, const char *const *plugins)
     (void)plugins;
     static const char *const headers[] = {"regime", "op", "doc"};
     RA_TRY(ra_table_new(out, 3, headers));
-    for (const ra_regime_info *r = ra_gdn_regimes(); r->name; r++) {
-        const char *row[] = {r->name, "gdn", r->doc};
-        RA_TRY(ra_table_add_row(*out, row));
-    }
+    for (const ra_op *const *o = ra_ops(); *o; o++)
+        for (const ra_op_item *r = (*o)->regimes; r && r->name; r++) {
+            const char *row[] = {r->name, (*o)->name, r->doc};
+            RA_TRY(ra_table_add_row(*out, row));
+        }
+    return RA_OK;
+}
+
+static ra_status list_tensors(ra_table **out, const char *const *plugins)
+{
+    (void)plugins;
+    static const char *const roles[] = {"input", "cotangent", "output", "gradient"};
+    static const char *const headers[] = {"tensor", "op", "role", "shape", "dtype", "optional"};
+    RA_TRY(ra_table_new(out, 6, headers));
+    for (const ra_op *const *o = ra_ops(); *o; o++)
+        for (const ra_op_tensor *t = (*o)->tensors; t->name; t++) {
+            const char *row[] = {t->name,  (*o)->name,
+                                 roles[t->role], t->shape,
+                                 t->state ? "f32 (f64 in f64 cases)" : "the case's",
+                                 t->optional ? "yes" : "no"};
+            RA_TRY(ra_table_add_row(*out, row));
+        }
     return RA_OK;
 }
 
@@ -57,6 +74,7 @@ typedef struct list_kind {
 
 static const list_kind kinds[] = {
     {"ops", "operations the suite knows, with their tensor layout", list_ops, 0},
+    {"tensors", "every operation's tensors: role, shape, storage dtype", list_tensors, 0},
     {"regimes", "input distributions for `recaudit gen --regime`", list_regimes, 0},
     {"variants", "kernel variants: name, op, device, capabilities, doc", ra_list_variants, 1},
     {"suites", "conformance suites for `recaudit validate --suite`", ra_list_suites, 0},

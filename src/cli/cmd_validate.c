@@ -97,7 +97,7 @@ static int validate(const ra_cli_args *a, const validate_args *v)
     if (st == RA_OK) {
         int64_t total = 0;
         for (size_t i = 0; i < suite.n; i++)
-            total += (int64_t)ra_audit_count_variants(s.r, a->variant, suite.rows[i].op);
+            total += (int64_t)ra_audit_count_variants(s.r, a->variant, suite.rows[i].spec.op);
         s.o.progress = ra_progress_start("validate", total, "runs");
         st = ra_validate(&s.rows, s.r, a->variant, &suite, &s.o);
         ra_progress_finish(s.o.progress);

@@ -12,8 +12,7 @@
 
 #include "audit/report.h"
 #include "cli/cli.h"
-#include "core/gdn_case.h"
-#include "core/gen_gdn.h"
+#include "core/op.h"
 #include "core/tensor.h"
 
 /*
@@ -35,9 +34,11 @@
  * checks keep each command's messages as they were before the commands
  * shared this parser.
  *
- * A generated case goes through the table of operations that have a
- * generator, so `gen`, `gradcheck`, `bench-ref` and `audit` (its case id)
- * agree on which operations can be generated and how a shape is read.
+ * A generated case is one ra_case_spec checked against the operation
+ * table (ra_case_spec_check), so `gen`, `gradcheck`, `bench-ref` and
+ * `audit` agree on which operations exist and how a shape is read; the
+ * generation flags (--h0, --l2norm for gdn) are options made from the
+ * table's flag names.
  */
 
 int ra_cli_see_help(const char *cmd)
@@ -124,7 +125,7 @@ static void args_init(ra_cli_args *a, const ra_cli_syntax *syn, int argc, char *
     a->argc = argc;
     a->argv = argv;
     a->fmt = RA_FMT_TEXT;
-    a->spec.dtype = RA_F32;
+    a->dtype = RA_F32;
     optind = 0; /* 0, not 1: GNU getopt then forgets any earlier parse */
     opterr = 0;
 }
@@ -153,8 +154,9 @@ int ra_cli_check(ra_cli_args *a, int code)
 {
     if (code == RA_CLI_FORMAT && a->format && ra_format_parse(&a->fmt, a->format) != RA_OK)
         return ra_cli_bad_value(a, "--format", a->format, ": text, md, csv or json");
-    if (code == RA_CLI_DTYPE && a->dtype && ra_dtype_parse(&a->spec.dtype, a->dtype) != RA_OK)
-        return ra_cli_bad_value(a, "--dtype", a->dtype, "");
+    if (code == RA_CLI_DTYPE && a->dtype_text &&
+        ra_dtype_parse(&a->dtype, a->dtype_text) != RA_OK)
+        return ra_cli_bad_value(a, "--dtype", a->dtype_text, "");
     return 0;
 }
 
@@ -182,19 +184,13 @@ static int shared_option(ra_cli_args *a, int c, const char *arg)
         a->output = arg;
         return 0;
     case RA_CLI_OP:
-        a->spec.op = arg;
+        a->op = arg;
         return 0;
     case RA_CLI_SHAPE:
-        a->spec.shape = arg;
+        a->shape = arg;
         return 0;
     case RA_CLI_REGIME:
-        a->spec.regime = arg;
-        return 0;
-    case RA_CLI_H0:
-        a->spec.h0 = 1;
-        return 0;
-    case RA_CLI_L2NORM:
-        a->spec.l2norm = 1;
+        a->regime = arg;
         return 0;
     case RA_CLI_VARIANT:
         a->variant = arg;
@@ -214,11 +210,11 @@ static int shared_option(ra_cli_args *a, int c, const char *arg)
     case RA_CLI_PLUGIN:
         return add_plugin(a, arg);
     case RA_CLI_SEED:
-        return ra_cli_parse_u64(&a->spec.seed, cmd, "--seed", arg);
+        return ra_cli_parse_u64(&a->seed, cmd, "--seed", arg);
     case RA_CLI_THREADS:
         return ra_cli_parse_int(&a->threads, cmd, "--threads", arg, 1, 4096);
     case RA_CLI_DTYPE:
-        a->dtype = arg;
+        a->dtype_text = arg;
         return (a->syn->late & RA_CLI_BIT(c)) ? 0 : ra_cli_check(a, c);
     case RA_CLI_FORMAT:
         a->format = arg;
@@ -227,17 +223,83 @@ static int shared_option(ra_cli_args *a, int c, const char *arg)
     return no_handler(cmd, c);
 }
 
+/* The distinct generation-flag names of every operation, in table order;
+   flag option k has code RA_CLI_FLAG + k. */
+static size_t flag_names(const char **out, size_t n)
+{
+    size_t k = 0;
+    for (const ra_op *const *o = ra_ops(); *o; o++)
+        for (const ra_op_item *f = (*o)->flags; f && f->name; f++) {
+            size_t j = 0;
+            while (j < k && strcmp(out[j], f->name) != 0)
+                j++;
+            if (j == k && k < n)
+                out[k++] = f->name;
+        }
+    return k;
+}
+
+void ra_cli_help_flags(FILE *f)
+{
+    for (const ra_op *const *o = ra_ops(); *o; o++)
+        for (const ra_op_item *g = (*o)->flags; g && g->name; g++) {
+            char opt[48];
+            snprintf(opt, sizeof opt, "--%s", g->name);
+            fprintf(f, "  %-20s %s: %s\n", opt, (*o)->name, g->doc);
+        }
+}
+
+/* syn's options, plus the generation flags when it takes --op: a new
+   table (freed by the caller), or NULL after reporting. */
+static struct option *options_with_flags(const ra_cli_syntax *syn)
+{
+    size_t n = 0;
+    int has_op = 0;
+    for (const struct option *o = syn->longopts; o->name; o++, n++)
+        has_op |= o->val == RA_CLI_OP;
+    const char *names[RA_CLI_MAX_FLAGS];
+    size_t nf = has_op ? flag_names(names, RA_CLI_MAX_FLAGS) : 0;
+    struct option *all = calloc(n + nf + 1, sizeof *all);
+    if (!all) {
+        ra_cli_usage_error(syn->cmd, "out of memory");
+        return NULL;
+    }
+    memcpy(all, syn->longopts, n * sizeof *all);
+    for (size_t k = 0; k < nf; k++)
+        all[n + k] = (struct option){names[k], no_argument, NULL, RA_CLI_FLAG + (int)k};
+    return all;
+}
+
+static int add_flag(ra_cli_args *a, int code)
+{
+    const char *names[RA_CLI_MAX_FLAGS];
+    size_t nf = flag_names(names, RA_CLI_MAX_FLAGS);
+    size_t k = (size_t)(code - RA_CLI_FLAG);
+    if (k >= nf)
+        return no_handler(a->syn->cmd, code);
+    for (size_t i = 0; i < a->nflags; i++)
+        if (strcmp(a->flags[i], names[k]) == 0)
+            return 0;
+    a->flags[a->nflags++] = names[k];
+    return 0;
+}
+
 int ra_cli_parse(ra_cli_args *a, const ra_cli_syntax *syn, int argc, char **argv, void *ctx)
 {
     args_init(a, syn, argc, argv);
+    struct option *longopts = options_with_flags(syn);
+    if (!longopts)
+        return 2;
     int c, rc = 0;
-    while ((c = getopt_long(argc, argv, syn->shortopts, syn->longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, syn->shortopts, longopts, NULL)) != -1) {
         if (c == 'h') {
             syn->help(stdout);
             break; /* the command exits 0 */
         }
         if (c == '?' || c == ':')
-            rc = ra_cli_getopt_error(syn->cmd, c, argv, optind, syn->longopts);
+            rc = ra_cli_getopt_error(syn->cmd, c, argv, optind, longopts);
+        else if (c >= RA_CLI_FLAG && c < RA_CLI_OWN)
+            rc = add_flag(a, c);
         else if (c == 'o' || (c >= RA_CLI_OP && c < RA_CLI_OWN))
             rc = shared_option(a, c, optarg);
         else if (syn->own)
@@ -247,6 +309,7 @@ int ra_cli_parse(ra_cli_args *a, const ra_cli_syntax *syn, int argc, char **argv
         if (rc)
             break;
     }
+    free(longopts);
     if (c == -1) /* every option read, none wrong */
         return RA_CLI_GO;
     ra_cli_args_clear(a);
@@ -270,78 +333,42 @@ int ra_cli_ends_with(const char *s, const char *suffix)
 
 /* --- generated cases ------------------------------------------------------- */
 
-static ra_status gdn_generate(ra_case *c, const ra_cli_case_spec *s)
+/* Copies src into a spec field; 0, or 2 after a usage error. */
+static int spec_field(char *dst, size_t len, const char *cmd, const char *opt, const char *src)
 {
-    ra_gdn_gen_opts o;
-    memset(&o, 0, sizeof o);
-    RA_TRY(ra_gdn_shape_parse(&o.shape, s->shape));
-    o.dtype = s->dtype;
-    o.regime = s->regime;
-    o.seed = s->seed;
-    o.h0 = s->h0;
-    o.l2norm = s->l2norm;
-    return ra_gdn_generate(c, &o);
+    if (snprintf(dst, len, "%s", src) >= (int)len)
+        return ra_cli_usage_error(cmd, "%s '%s' is too long", opt, src);
+    return 0;
 }
 
-static ra_status gdn_shape(char *buf, size_t len, const ra_cli_case_spec *s)
+int ra_cli_case_spec(ra_case_spec *s, ra_cli_args *a)
 {
-    ra_gdn_shape sh;
-    RA_TRY(ra_gdn_shape_parse(&sh, s->shape));
-    ra_gdn_shape_format(buf, len, &sh);
-    return RA_OK;
-}
-
-/* Operations that have a generator (a subset of ra_ops()). */
-static const struct generator {
-    const char *op;
-    ra_status (*generate)(ra_case *c, const ra_cli_case_spec *s);
-    /* the canonical text of s->shape (a case id's shape) */
-    ra_status (*shape)(char *buf, size_t len, const ra_cli_case_spec *s);
-} generators[] = {
-    {"gdn", gdn_generate, gdn_shape},
-};
-
-static const struct generator *find_generator(const char *op)
-{
-    for (size_t i = 0; op && i < sizeof generators / sizeof generators[0]; i++)
-        if (strcmp(generators[i].op, op) == 0)
-            return &generators[i];
-    return NULL;
-}
-
-int ra_cli_can_generate(const char *op) { return find_generator(op) != NULL; }
-
-ra_status ra_cli_case_generate(ra_case *c, const ra_cli_case_spec *s)
-{
-    const struct generator *g = find_generator(s->op);
-    if (!g)
-        RA_ERRORF(RA_EUNSUPPORTED, "--op '%s': no case generator for this operation",
-                  s->op ? s->op : "");
-    return g->generate(c, s);
-}
-
-int ra_cli_case_id(ra_case_id *id, ra_cli_args *a)
-{
-    const ra_cli_case_spec *s = &a->spec;
-    const struct generator *g = find_generator(s->op);
-    memset(id, 0, sizeof *id);
-    if (!g)
-        return ra_cli_usage_error(a->syn->cmd, "--op '%s': no case generator for this operation",
-                                  s->op ? s->op : "");
-    if (g->shape(id->shape, sizeof id->shape, s) != RA_OK)
-        return 2;                      /* the shape parser said why */
+    const char *cmd = a->syn->cmd;
+    ra_case_spec_init(s);
+    const ra_op *op = ra_op_find(a->op);
+    if (!op) {
+        ra_op_require(&op, a->op, "--op"); /* reports the known operations */
+        return ra_cli_see_help(cmd);
+    }
     if (ra_cli_check(a, RA_CLI_DTYPE)) /* late, or checked already: passes again */
         return 2;
-    const char *regime = s->regime ? s->regime : "default";
-    snprintf(id->op, sizeof id->op, "%s", s->op);
-    snprintf(id->dtype, sizeof id->dtype, "%s", ra_dtype_name(s->dtype));
-    if (snprintf(id->regime, sizeof id->regime, "%s", regime) >= (int)sizeof id->regime)
-        return ra_cli_usage_error(a->syn->cmd, "--regime '%s': no such regime", regime);
-    id->seed = s->seed;
-    id->has_seed = 1;
-    id->h0 = s->h0;
-    id->l2norm = s->l2norm;
-    id->bwd = !a->fwd_only;
+    int rc = spec_field(s->op, sizeof s->op, cmd, "--op", op->name);
+    if (!rc)
+        rc = spec_field(s->shape, sizeof s->shape, cmd, "--shape", a->shape ? a->shape : "");
+    if (!rc)
+        rc = spec_field(s->regime, sizeof s->regime, cmd, "--regime",
+                        a->regime ? a->regime : op->regimes[0].name);
+    if (rc)
+        return rc;
+    snprintf(s->dtype, sizeof s->dtype, "%s", ra_dtype_name(a->dtype));
+    s->seed = a->seed;
+    s->has_seed = 1;
+    s->bwd = !a->fwd_only;
+    for (size_t i = 0; i < a->nflags; i++)
+        if (ra_case_spec_set_flag(s, op, a->flags[i]) != RA_OK)
+            return ra_cli_see_help(cmd);
+    if (ra_case_spec_check(s, "--op") != RA_OK)
+        return ra_cli_see_help(cmd);
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "audit/gates.h"
 #include "audit/registry.h"
 #include "core/case.h"
+#include "core/op.h"
 #include "core/status.h"
 #include "core/table.h"
 
@@ -42,8 +43,6 @@ enum {
     RA_CLI_REGIME,
     RA_CLI_DTYPE,
     RA_CLI_SEED,
-    RA_CLI_H0,
-    RA_CLI_L2NORM,
     RA_CLI_VARIANT,
     RA_CLI_PLUGIN,
     RA_CLI_GATES,
@@ -52,6 +51,10 @@ enum {
     RA_CLI_THREADS,
     RA_CLI_ALLOW_UNCERTIFIED,
     RA_CLI_FWD_ONLY,
+    /* --NAME for generation flag i of the operations' tables (--h0,
+       --l2norm for gdn): added by ra_cli_parse to every command whose
+       table has --op, so the flags come from the operation table */
+    RA_CLI_FLAG = 400,
     RA_CLI_OWN = 512 /* first code of a command's own long options */
 };
 
@@ -64,8 +67,6 @@ enum {
 #define RA_CLI_OPTION_REGIME   RA_CLI_ENTRY_("regime", required_argument, RA_CLI_REGIME)
 #define RA_CLI_OPTION_DTYPE    RA_CLI_ENTRY_("dtype", required_argument, RA_CLI_DTYPE)
 #define RA_CLI_OPTION_SEED     RA_CLI_ENTRY_("seed", required_argument, RA_CLI_SEED)
-#define RA_CLI_OPTION_H0       RA_CLI_ENTRY_("h0", no_argument, RA_CLI_H0)
-#define RA_CLI_OPTION_L2NORM   RA_CLI_ENTRY_("l2norm", no_argument, RA_CLI_L2NORM)
 #define RA_CLI_OPTION_VARIANT  RA_CLI_ENTRY_("variant", required_argument, RA_CLI_VARIANT)
 #define RA_CLI_OPTION_PLUGIN   RA_CLI_ENTRY_("plugin", required_argument, RA_CLI_PLUGIN)
 #define RA_CLI_OPTION_GATES    RA_CLI_ENTRY_("gates", required_argument, RA_CLI_GATES)
@@ -76,10 +77,11 @@ enum {
 #define RA_CLI_OPTION_OUTPUT   RA_CLI_ENTRY_("output", required_argument, 'o')
 #define RA_CLI_OPTION_ALLOW_UNCERTIFIED \
     RA_CLI_ENTRY_("allow-uncertified", no_argument, RA_CLI_ALLOW_UNCERTIFIED)
-/* The options that describe a generated case (`recaudit gen`'s). */
+/* The options that describe a generated case (`recaudit gen`'s); the
+   operations' generation flags are added to them (RA_CLI_FLAG). */
 #define RA_CLI_CASE_OPTIONS \
     RA_CLI_OPTION_OP, RA_CLI_OPTION_SHAPE, RA_CLI_OPTION_DTYPE, RA_CLI_OPTION_REGIME, \
-    RA_CLI_OPTION_SEED, RA_CLI_OPTION_H0, RA_CLI_OPTION_L2NORM
+    RA_CLI_OPTION_SEED
 /* Every command takes --help; the table ends there. */
 #define RA_CLI_OPTIONS_END RA_CLI_ENTRY_("help", no_argument, 'h'), {NULL, 0, NULL, 0}
 /* clang-format on */
@@ -110,25 +112,24 @@ typedef struct ra_cli_syntax {
     ra_cli_style style;
     /* RA_CLI_BIT of --format / --dtype when the command checks that value
        itself, with ra_cli_check (ra_cli_case_id does for --dtype), before
-       using a->fmt or a->spec.dtype, instead of when it is given */
+       using a->fmt or a->dtype, instead of when it is given */
     unsigned late;
 } ra_cli_syntax;
 
-/* A case to generate, as the options gave it (NULL: not given). */
-typedef struct ra_cli_case_spec {
-    const char *op, *shape, *regime;
-    ra_dtype dtype; /* --dtype once checked (ra_cli_check); RA_F32 */
-    unsigned long long seed;
-    int h0, l2norm;
-} ra_cli_case_spec;
+#define RA_CLI_MAX_FLAGS 16
 
 typedef struct ra_cli_args {
     const ra_cli_syntax *syn;
     int argc;
     char **argv;
-    ra_cli_case_spec spec;
+    /* the case options as given (NULL: not given) */
+    const char *op, *shape, *regime;
+    ra_dtype dtype; /* --dtype once checked (ra_cli_check); RA_F32 */
+    unsigned long long seed;
+    const char *flags[RA_CLI_MAX_FLAGS]; /* generation flags given ("h0") */
+    size_t nflags;
     const char *variant, *gates, *json, *output; /* NULL: not given */
-    const char *format, *dtype;                  /* --format, --dtype as given */
+    const char *format, *dtype_text;             /* --format, --dtype as given */
     ra_format fmt;                               /* the format (RA_FMT_TEXT) */
     long threads;                                /* 0: not given */
     int allow_uncertified, fwd_only;
@@ -150,7 +151,7 @@ int ra_cli_parse(ra_cli_args *a, const ra_cli_syntax *syn, int argc, char **argv
 void ra_cli_args_clear(ra_cli_args *a);
 
 /* Checks the --format or --dtype value given (code RA_CLI_FORMAT or
-   RA_CLI_DTYPE; absent values pass), setting a->fmt or a->spec.dtype; 0, or 2
+   RA_CLI_DTYPE; absent values pass), setting a->fmt or a->dtype; 0, or 2
    after reporting it in the command's style. */
 int ra_cli_check(ra_cli_args *a, int code);
 
@@ -170,18 +171,16 @@ int ra_cli_no_more(const ra_cli_args *a);
 /* 1 if s ends with suffix. */
 int ra_cli_ends_with(const char *s, const char *suffix);
 
-/* 1 if `recaudit gen` can generate cases of op. */
-int ra_cli_can_generate(const char *op);
+/* Prints the generation flags of every operation, one help line each. */
+void ra_cli_help_flags(FILE *f);
 
-/* Generates the case the spec describes (shape and regime checked by the
-   operation's generator, which reports a bad value as RA_EINVAL naming
-   the option). */
-ra_status ra_cli_case_generate(ra_case *c, const ra_cli_case_spec *s);
-
-/* The id of the case a's spec describes (canonical shape, dtype name,
-   has_seed), for ra_audit_case; bwd unless --fwd-only.  Checks --dtype
-   here when it is late.  0, or 2 after reporting. */
-int ra_cli_case_id(ra_case_id *id, ra_cli_args *a);
+/* The checked spec of the case a's options describe (op, canonical shape,
+   regime (the op's first when not given), dtype name, seed, flags), for
+   generation and ra_audit_case; bwd unless --fwd-only.  Checks --dtype
+   here when it is late.  0, or 2 after reporting (a bad shape, regime or
+   flag is reported as the library words it, then the command's help
+   hint). */
+int ra_cli_case_spec(ra_case_spec *s, ra_cli_args *a);
 
 /* --- the audit commands' pipeline ------------------------------------------ */
 

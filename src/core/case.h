@@ -2,6 +2,7 @@
 #ifndef RA_CORE_CASE_H
 #define RA_CORE_CASE_H
 
+#include "core/kv.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -13,18 +14,6 @@
  */
 
 #define RA_CASE_FORMAT_VERSION "1"
-
-/* --- ordered string map (ra_kv in types.h) ------------------------------------ */
-
-void ra_kv_init(ra_kv *kv);
-void ra_kv_clear(ra_kv *kv);
-/* Sets (copying both strings); an existing key keeps its position. */
-ra_status ra_kv_set(ra_kv *kv, const char *key, const char *val);
-ra_status ra_kv_setf(ra_kv *kv, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-const char *ra_kv_get(const ra_kv *kv, const char *key); /* NULL if absent */
-int ra_kv_remove(ra_kv *kv, const char *key);            /* 1 if removed */
-ra_status ra_kv_copy(ra_kv *dst, const ra_kv *src);
 
 /* --- cases ----------------------------------------------------------------------- */
 

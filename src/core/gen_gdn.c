@@ -44,7 +44,7 @@ typedef struct regime {
 } regime;
 
 /* The two tables are parallel: row i of one describes row i of the other. */
-static const ra_regime_info regime_info[] = {
+const ra_op_item ra_gdn_regimes[] = {
     {"default", "q, k ~ N(0,1), each (token, head) row L2-normalised over K; v, do, dht, h0 ~ "
                 "N(0,1); g = logsigmoid(N(0,1)); beta = sigmoid(N(0,1))"},
     {"zero-gate", "as default, but g = 0 exactly (no decay: the pure delta rule)"},
@@ -72,10 +72,15 @@ static const regime regimes[] = {
     {KEYS_UNIT_NORMAL, GATE_NEG_EXP, 1e-3, 0x1p15, 0x1p17, 0},
 };
 
-_Static_assert(sizeof regimes / sizeof regimes[0] + 1 == sizeof regime_info / sizeof regime_info[0],
+_Static_assert(sizeof regimes / sizeof regimes[0] + 1 ==
+                   sizeof ra_gdn_regimes / sizeof ra_gdn_regimes[0],
                "regime tables out of step");
 
-const ra_regime_info *ra_gdn_regimes(void) { return regime_info; }
+const ra_op_item ra_gdn_flags[] = {
+    {"h0", "also draw an initial state h0"},
+    {"l2norm", "set l2norm=true: the kernel L2-normalises q and k"},
+    {NULL, NULL},
+};
 
 /* How one tensor is drawn. */
 typedef enum {
@@ -156,23 +161,24 @@ static ra_status add_tensor(ra_case *c, const char *name, ra_dtype dt, int ndim,
     return fill(t, seed, &d);
 }
 
-static ra_status check_opts(const ra_case *c, const ra_gdn_gen_opts *o, const char *name,
-                            const regime *rg)
+/* The regime row of name, or NULL after reporting. */
+static const regime *find_regime(const char *name)
 {
-    if (c->op || c->tensors.n || c->params.n)
-        RA_ERROR("gen gdn: the case to fill is not empty", RA_EINVAL);
-    if ((unsigned)o->dtype >= RA_NDTYPES)
-        RA_ERRORF(RA_EINVAL, "gen gdn: invalid dtype code %d", (int)o->dtype);
-    const ra_gdn_shape *s = &o->shape;
-    const int64_t dims[] = {s->B, s->T, s->Hk, s->Hv, s->K, s->V};
-    static const char *const dn[] = {"B", "T", "Hk", "Hv", "K", "V"};
-    for (int i = 0; i < 6; i++)
-        if (dims[i] <= 0)
-            RA_ERRORF(RA_EINVAL, "gen gdn: shape %s must be positive, got %lld", dn[i],
-                      (long long)dims[i]);
-    if (s->Hv % s->Hk != 0)
-        RA_ERRORF(RA_EINVAL, "gen gdn: shape Hv=%lld is not a multiple of Hk=%lld",
-                  (long long)s->Hv, (long long)s->Hk);
+    for (size_t i = 0; ra_gdn_regimes[i].name; i++)
+        if (strcmp(ra_gdn_regimes[i].name, name) == 0)
+            return &regimes[i];
+    RA_REPORTF(RA_EINVAL,
+               "gen gdn: unknown regime '%s' (recaudit list regimes shows the known ones)", name);
+    return NULL;
+}
+
+static const char *regime_name(const ra_case_spec *spec)
+{
+    return spec->regime[0] && strcmp(spec->regime, "-") != 0 ? spec->regime : "default";
+}
+
+static ra_status check_regime(const ra_gdn_shape *s, const char *name, const regime *rg)
+{
     if (rg->partial_chunk && s->T % 64 == 0)
         RA_ERRORF(RA_EINVAL,
                   "gen gdn: regime '%s' needs T not a multiple of 64 (a partial last chunk), "
@@ -181,32 +187,43 @@ static ra_status check_opts(const ra_case *c, const ra_gdn_gen_opts *o, const ch
     return RA_OK;
 }
 
-ra_status ra_gdn_generate(ra_case *c, const ra_gdn_gen_opts *o)
+ra_status ra_gdn_spec_check(const ra_case_spec *spec)
 {
-    const char *name = o->regime ? o->regime : "default";
-    const regime *rg = NULL;
-    for (size_t i = 0; regime_info[i].name; i++)
-        if (strcmp(regime_info[i].name, name) == 0)
-            rg = &regimes[i];
-    if (!rg) {
-        RA_ERRORF(RA_EINVAL,
-                  "gen gdn: unknown regime '%s' (recaudit list regimes shows the known ones)",
-                  name);
-    }
-    RA_TRY(check_opts(c, o, name, rg));
+    const char *name = regime_name(spec);
+    const regime *rg = find_regime(name);
+    if (!rg)
+        return RA_EINVAL;
+    ra_gdn_shape s;
+    RA_TRY(ra_gdn_shape_parse(&s, spec->shape));
+    return check_regime(&s, name, rg);
+}
 
-    const ra_gdn_shape *s = &o->shape;
+ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
+{
+    if (c->op || c->tensors.n || c->params.n)
+        RA_ERROR("gen gdn: the case to fill is not empty", RA_EINVAL);
+    const char *name = regime_name(spec);
+    const regime *rg = find_regime(name);
+    if (!rg)
+        return RA_EINVAL;
+    ra_gdn_shape shape;
+    RA_TRY(ra_gdn_shape_parse(&shape, spec->shape));
+    RA_TRY(check_regime(&shape, name, rg));
+    ra_dtype dtype;
+    RA_TRY(ra_dtype_parse(&dtype, spec->dtype));
+
+    const ra_gdn_shape *s = &shape;
     char text[160];
     ra_gdn_shape_format(text, sizeof text, s);
     RA_TRY(ra_case_set_op(c, "gdn"));
     RA_TRY(ra_kv_set(&c->params, "shape", text));
-    RA_TRY(ra_kv_set(&c->params, "dtype", ra_dtype_name(o->dtype)));
+    RA_TRY(ra_kv_set(&c->params, "dtype", ra_dtype_name(dtype)));
     RA_TRY(ra_kv_set(&c->params, "regime", name));
-    RA_TRY(ra_kv_setf(&c->params, "seed", "%llu", (unsigned long long)o->seed));
-    if (o->l2norm)
+    RA_TRY(ra_kv_setf(&c->params, "seed", "%llu", spec->seed));
+    if (spec->flags & RA_GDN_FLAG_L2NORM)
         RA_TRY(ra_kv_set(&c->params, "l2norm", "true"));
 
-    const ra_dtype dt = o->dtype, st = o->dtype == RA_F64 ? RA_F64 : RA_F32;
+    const ra_dtype dt = dtype, st = dtype == RA_F64 ? RA_F64 : RA_F32;
     const int64_t qk[4] = {s->B, s->T, s->Hk, s->K}, vv[4] = {s->B, s->T, s->Hv, s->V},
                   gate[3] = {s->B, s->T, s->Hv}, state[4] = {s->B, s->Hv, s->K, s->V};
     const draw keys =
@@ -222,13 +239,13 @@ ra_status ra_gdn_generate(ra_case *c, const ra_gdn_gen_opts *o)
         g = (draw){DRAW_NEG_EXP, rg->gate_mean, 0};
         break;
     }
-    const uint64_t seed = o->seed;
+    const uint64_t seed = spec->seed;
     RA_TRY(add_tensor(c, "q", dt, 4, qk, seed, keys));
     RA_TRY(add_tensor(c, "k", dt, 4, qk, seed, keys));
     RA_TRY(add_tensor(c, "v", dt, 4, vv, seed, (draw){DRAW_NORMAL, rg->v_scale, 0}));
     RA_TRY(add_tensor(c, "g", st, 3, gate, seed, g));
     RA_TRY(add_tensor(c, "beta", st, 3, gate, seed, (draw){DRAW_SIGMOID, 0.0, 0}));
-    if (o->h0)
+    if (spec->flags & RA_GDN_FLAG_H0)
         RA_TRY(add_tensor(c, "h0", st, 4, state, seed, (draw){DRAW_NORMAL, rg->h0_scale, 0}));
     RA_TRY(add_tensor(c, "do", dt, 4, vv, seed, (draw){DRAW_NORMAL, 1.0, 0}));
     RA_TRY(add_tensor(c, "dht", st, 4, state, seed, (draw){DRAW_NORMAL, 1.0, 0}));

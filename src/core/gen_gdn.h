@@ -6,6 +6,7 @@
 
 #include "core/case.h"
 #include "core/gdn_case.h"
+#include "core/op.h"
 #include "core/status.h"
 
 /*
@@ -17,7 +18,7 @@
  *
  * Case metadata: op=gdn, shape (B=..,T=..), dtype, regime, seed, and the
  * operation parameters scale (absent: K^-1/2), l2norm, l2eps.  The
- * generator sets l2norm=true only when asked (opts.l2norm) and leaves
+ * generator sets l2norm=true only when asked (RA_GDN_FLAG_L2NORM) and leaves
  * scale and l2eps absent (their defaults).
  *
  * Every tensor is drawn from its own stream ra_rng_new(seed, tensor name)
@@ -26,27 +27,21 @@
  * tensors or regimes (with the same q distribution) are asked for.
  */
 
-typedef struct ra_regime_info {
-    const char *name;
-    const char *doc; /* one line: the input distribution */
-} ra_regime_info;
+/* Generation flags of gdn cases (bit i of ra_case_spec.flags is
+   ra_gdn_flags[i]). */
+enum { RA_GDN_FLAG_H0 = 1u << 0, RA_GDN_FLAG_L2NORM = 1u << 1 };
+extern const ra_op_item ra_gdn_flags[];
+/* The gdn regimes, terminated by {NULL, NULL}; the first is the default. */
+extern const ra_op_item ra_gdn_regimes[];
 
-/* The gdn regimes, terminated by {NULL, NULL}. */
-const ra_regime_info *ra_gdn_regimes(void);
-
-typedef struct ra_gdn_gen_opts {
-    ra_gdn_shape shape;
-    ra_dtype dtype;
-    const char *regime; /* NULL = "default" */
-    uint64_t seed;
-    int h0;             /* also generate h0 */
-    int l2norm;         /* set the l2norm parameter (kernel normalises q/k) */
-} ra_gdn_gen_opts;
-
-/* Fills an empty case.  Unknown regimes and shapes a regime cannot serve
-   (tail needs T not a multiple of 64) are refused with a message, as are
-   a case that is not empty, non-positive dims and Hv not a multiple of
-   Hk.  After a failure the case may hold part of a fill: clear it. */
-ra_status ra_gdn_generate(ra_case *c, const ra_gdn_gen_opts *o);
+/* Fills an empty case from spec (shape text, dtype, regime, seed, flags:
+   RA_GDN_FLAG_H0 also generates h0, RA_GDN_FLAG_L2NORM sets the l2norm
+   parameter).  Unknown regimes, bad shapes or dtypes and shapes a regime
+   cannot serve (ra_gdn_spec_check) are refused with a message, as is a
+   case that is not empty.  After a failure the case may hold part of a
+   fill: clear it. */
+ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec);
+/* What the regimes need of the shape: tail wants T not a multiple of 64. */
+ra_status ra_gdn_spec_check(const ra_case_spec *spec);
 
 #endif

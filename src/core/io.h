@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "core/status.h"
+#include "core/kv.h"
 #include "core/tensor.h"
 
 /*

@@ -1,10 +1,21 @@
 librecaudit_a_SOURCES += src/core/status.c src/core/status.h \
 	src/core/tensor.c src/core/tensor.h \
 	src/core/case.c src/core/case.h \
+	src/core/kv.c src/core/kv.h \
+	src/core/capture.c src/core/capture.h \
+	src/core/op.h src/core/ops.c src/core/gdn_op.c \
 	src/core/gdn_case.c src/core/gdn_case.h \
 	src/core/io.h src/core/rng.h src/core/gen_gdn.h src/core/metrics.h \
 	src/core/progress.h src/core/table.h
 pkginclude_HEADERS += include/recaudit/types.h
+
+# The operation table: every row against its own hooks.
+check_PROGRAMS += tests/t-ops
+TESTS += tests/t-ops
+tests_t_ops_CFLAGS = $(TEST_CFLAGS)
+tests_t_ops_LDADD = tests/libtestutil.la $(TEST_LIBS)
+TESTS += tests/generic-names.sh
+EXTRA_DIST += tests/generic-names.sh
 
 # Scaffolding shared by every Check suite (tests/testutil.h), a convenience
 # library each tests_t_*_LDADD names first.  RA_TOP_SRCDIR locates source

@@ -1,27 +1,217 @@
-/* The operations the suite knows: one table, name and one-line doc. */
-#include "core/ops.h"
+/* The operation table: the one list of operations, and the generic lookups over a row. */
+#include <config.h>
 
-#include <stddef.h>
+#include "core/op.h"
+
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/tensor.h"
+
 /*
- * Add a row when an operation gains a case layout (documented names (docs/gdn.md) the
- * tensors); keep the doc to one line, since `recaudit list ops` prints it
- * beside the name.
+ * Adding an operation adds its row here (defined in the operation's own
+ * files) and nothing else in generic code; docs/develop.md has the recipe.
+ * The order is the order of `recaudit list ops`.
  */
 
-static const ra_op_info ops[] = {
-    {"gdn", "gated delta rule: q,k [B,T,Hk,K], v [B,T,Hv,V], g, beta [B,T,Hv], "
-            "optional h0 -> o [B,T,Hv,V], ht [B,Hv,K,V] (docs/gdn.md)"},
-    {NULL, NULL},
-};
+extern const ra_op ra_op_gdn;
 
-const ra_op_info *ra_ops(void) { return ops; }
+static const ra_op *const ops[] = {&ra_op_gdn, NULL};
 
-const ra_op_info *ra_op_find(const char *name)
+const ra_op *const *ra_ops(void) { return ops; }
+
+const ra_op *ra_op_find(const char *name)
 {
-    for (const ra_op_info *o = ops; name && o->name; o++)
-        if (strcmp(o->name, name) == 0)
-            return o;
+    for (const ra_op *const *o = ops; name && *o; o++)
+        if (strcmp((*o)->name, name) == 0)
+            return *o;
     return NULL;
+}
+
+ra_status ra_op_require(const ra_op **out, const char *name, const char *what)
+{
+    *out = ra_op_find(name);
+    if (*out)
+        return RA_OK;
+    char names[256] = "";
+    for (const ra_op *const *o = ops; *o; o++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                 o == ops ? "" : ", ", (*o)->name);
+    RA_ERRORF(RA_ENOTFOUND, "%s '%s': unknown operation (known: %s)", what, name ? name : "",
+              names);
+}
+
+int ra_op_flag_index(const ra_op *op, const char *name)
+{
+    for (int i = 0; op->flags && op->flags[i].name; i++)
+        if (name && strcmp(op->flags[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+const ra_op_item *ra_op_regime(const ra_op *op, const char *name)
+{
+    for (const ra_op_item *r = op->regimes; name && r && r->name; r++)
+        if (strcmp(r->name, name) == 0)
+            return r;
+    return NULL;
+}
+
+const ra_op_tensor *ra_op_tensor_find(const ra_op *op, const char *name)
+{
+    for (const ra_op_tensor *t = op->tensors; name && t->name; t++)
+        if (strcmp(t->name, name) == 0)
+            return t;
+    return NULL;
+}
+
+size_t ra_op_tensor_names(const char **out, size_t n, const ra_op *op, ra_role role)
+{
+    size_t k = 0;
+    for (const ra_op_tensor *t = op->tensors; t->name; t++)
+        if (t->role == role && k + 1 < n)
+            out[k++] = t->name;
+    if (n)
+        out[k] = NULL;
+    return k;
+}
+
+unsigned ra_op_caps_known(const ra_op *op)
+{
+    unsigned known = RA_FWD | RA_BWD;
+    for (const ra_op_cap *c = op ? op->caps : NULL; c && c->name; c++)
+        known |= c->bit;
+    return known;
+}
+
+static void append(char *buf, size_t len, size_t *used, const char *s)
+{
+    int w = snprintf(buf + *used, len > *used ? len - *used : 0, "%s%s", *used ? "," : "", s);
+    if (w > 0)
+        *used += (size_t)w;
+}
+
+void ra_op_caps_format(char *buf, size_t len, const ra_op *op, unsigned caps)
+{
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    if (caps & RA_FWD)
+        append(buf, len, &used, "fwd");
+    if (caps & RA_BWD)
+        append(buf, len, &used, "bwd");
+    for (const ra_op_cap *c = op ? op->caps : NULL; c && c->name; c++)
+        if (caps & c->bit)
+            append(buf, len, &used, c->name);
+    unsigned unknown = caps & ~ra_op_caps_known(op);
+    if (unknown) {
+        char hex[16];
+        snprintf(hex, sizeof hex, "0x%x", unknown);
+        append(buf, len, &used, hex);
+    }
+}
+
+/* --- case specs ------------------------------------------------------------------ */
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+    snprintf(dst, len, "%s", src && *src ? src : "-");
+}
+
+void ra_case_spec_init(ra_case_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    strcpy(s->op, "-");
+    strcpy(s->shape, "-");
+    strcpy(s->regime, "-");
+    strcpy(s->dtype, "-");
+}
+
+void ra_case_spec_from_case(ra_case_spec *s, const ra_case *c, int bwd)
+{
+    ra_case_spec_init(s);
+    copy_str(s->op, sizeof s->op, c->op);
+    const ra_op *op = ra_op_find(c->op);
+    if (op)
+        op->identify(s, c);
+    else
+        copy_str(s->shape, sizeof s->shape, ra_case_param(c, "shape"));
+    copy_str(s->regime, sizeof s->regime, ra_case_param(c, "regime"));
+    /* The input dtype is what the tensors are, whatever the metadata says:
+       the first input of the layout that the case holds. */
+    const ra_tensor *first = NULL;
+    for (const ra_op_tensor *t = op ? op->tensors : NULL; t && t->name && !first; t++)
+        if (t->role == RA_ROLE_INPUT)
+            first = ra_tensors_find(&c->tensors, t->name);
+    if (!first && c->tensors.n)
+        first = c->tensors.items[0];
+    copy_str(s->dtype, sizeof s->dtype,
+             first ? ra_dtype_name(first->dtype) : ra_case_param(c, "dtype"));
+    const char *seed = ra_case_param(c, "seed");
+    char *end;
+    if (seed && *seed && *seed != '-') {
+        s->seed = strtoull(seed, &end, 10);
+        s->has_seed = *end == '\0';
+    }
+    s->bwd = bwd;
+}
+
+ra_status ra_case_spec_set_flag(ra_case_spec *s, const ra_op *op, const char *name)
+{
+    int i = ra_op_flag_index(op, name);
+    if (i < 0) {
+        char names[160] = "";
+        for (int k = 0; op->flags && op->flags[k].name; k++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
+                     op->flags[k].name);
+        RA_ERRORF(RA_EINVAL, "flag '%s' is not one of op %s's flags (%s)", name ? name : "",
+                  op->name, *names ? names : "none");
+    }
+    s->flags |= 1u << i;
+    return RA_OK;
+}
+
+void ra_case_spec_flags_format(char *buf, size_t len, const ra_case_spec *s, const char *prefix)
+{
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    const ra_op *op = ra_op_find(s->op);
+    for (int i = 0; op && op->flags && op->flags[i].name; i++) {
+        if (!(s->flags & (1u << i)))
+            continue;
+        int w = snprintf(buf + used, len > used ? len - used : 0, "%s%s", prefix,
+                         op->flags[i].name);
+        if (w > 0)
+            used += (size_t)w;
+    }
+}
+
+ra_status ra_case_spec_check(ra_case_spec *s, const char *what)
+{
+    const ra_op *op;
+    RA_TRY(ra_op_require(&op, s->op, what ? what : "op"));
+    char canon[RA_SPEC_SHAPE_MAX];
+    RA_TRY(op->shape_canon(canon, sizeof canon, s->shape));
+    memcpy(s->shape, canon, sizeof canon);
+    if (!ra_op_regime(op, s->regime))
+        RA_ERRORF(RA_EINVAL, "--regime '%s': no such regime of op %s (see 'recaudit list regimes')",
+                  s->regime, op->name);
+    ra_dtype dt;
+    RA_TRY(ra_dtype_parse(&dt, s->dtype));
+    unsigned all = 0;
+    for (int i = 0; op->flags && op->flags[i].name; i++)
+        all |= 1u << i;
+    if (s->flags & ~all)
+        RA_ERRORF(RA_EINVAL, "case flags 0x%x: op %s defines no such flag", s->flags & ~all,
+                  op->name);
+    return op->spec_check ? op->spec_check(s) : RA_OK;
+}
+
+ra_status ra_case_spec_generate(ra_case *c, const ra_case_spec *s)
+{
+    const ra_op *op;
+    RA_TRY(ra_op_require(&op, s->op, "op"));
+    return op->generate(c, s);
 }

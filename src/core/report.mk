@@ -1,6 +1,5 @@
-# Report writers (tables, progress bar) and the operation list.
-librecaudit_a_SOURCES += src/core/progress.c src/core/table.c \
-	src/core/ops.c src/core/ops.h
+# Report writers (tables, progress bar).
+librecaudit_a_SOURCES += src/core/progress.c src/core/table.c
 
 check_PROGRAMS += tests/t-table tests/t-progress
 TESTS += tests/t-table tests/t-progress

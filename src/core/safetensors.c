@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/case.h" /* ra_kv_set */
+#include "core/kv.h"
 
 /*
  * Layout: an 8-byte little-endian header length N, N bytes of JSON, then

@@ -1,11 +1,14 @@
-/* Built-in CPU variants: registration. */
+/* Built-in CPU variants: the directory's one list. */
 #ifndef RA_CPU_CPU_H
 #define RA_CPU_CPU_H
 
-#include "core/status.h"
+#include <stddef.h>
+
 #include "recaudit/plugin.h"
 
-/* Adds every CPU variant (gdn.cpu.*) to the registry. */
-ra_status ra_cpu_register(ra_registry *r);
+/* Every CPU variant row, in listing order: ra_cpu_variant_at(i) for i <
+   ra_cpu_variant_count() (NULL past the end). */
+size_t ra_cpu_variant_count(void);
+const ra_variant *ra_cpu_variant_at(size_t i);
 
 #endif

@@ -146,7 +146,7 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
     const int64_t B = p.s.B, T = p.s.T, Hk = p.s.Hk, Hv = p.s.Hv, K = p.s.K, V = p.s.V;
     const int64_t grp = Hv / Hk, nqk = B * Hk * T * K, nv = B * Hv * T * V,
                   ng = B * Hv * T, ns = B * Hv * K * V, nhk = B * Hv * T * K;
-    const unsigned faults = run ? run->faults : 0;
+    const unsigned faults = cfg->faults;
     int mode = cfg->round;
     if (!R_IS_F64 && cfg->algo == RA_CPU_CHUNK && mode == RA_CPU_ROUND_IEEE &&
         (faults & RA_FAULT_TF32_AS_IEEE))

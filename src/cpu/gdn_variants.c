@@ -1,10 +1,9 @@
-/* The CPU gdn variant table: eleven configurations of two kernels. */
+/* The CPU gdn variant table: configurations of two kernels, one row each. */
 
 /*
- * Each row pairs a registered name with a configuration (gdn_variants.h);
- * the forward/backward functions of a row are generated wrappers that pass
- * that row's configuration to ra_cpu_gdn_forward/backward, which dispatch
- * to the float or double instance of the kernels.  Names follow
+ * Each row carries its configuration (gdn_variants.h) as its data pointer;
+ * the two row functions pass it to ra_cpu_gdn_forward/backward, which
+ * dispatch to the float or double instance of the kernels.  Names follow
  * op.algorithm.precision[.inverse]; the default inverse (fwdsubst) has no
  * suffix.  Storage: f64/f32 sequential variants store everything in their
  * own type; chunked ieee/tf32 store all in f32; chunked bf16 stores o, dq,
@@ -21,6 +20,7 @@
 #include <string.h>
 
 #include "cpu/gdn_impl.h"
+#include "recaudit/gdn.h"
 
 ra_status ra_cpu_gdn_forward(const ra_cpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out,
                              ra_run *run)
@@ -36,89 +36,63 @@ ra_status ra_cpu_gdn_backward(const ra_cpu_gdn_cfg *cfg, const ra_case *c, ra_te
                     : ra_cpu_gdn_run_f32(cfg, c, grads, run, 1);
 }
 
+ra_status ra_cpu_gdn_forward_row(const ra_variant *self, const ra_case *c, ra_tensors *out,
+                                 ra_run *run)
+{
+    return ra_cpu_gdn_forward(self->data, c, out, run);
+}
+
+ra_status ra_cpu_gdn_backward_row(const ra_variant *self, const ra_case *c, ra_tensors *grads,
+                                  ra_run *run)
+{
+    return ra_cpu_gdn_backward(self->data, c, grads, run);
+}
+
 #define SEQ(f64, dt)                                                                               \
-    {                                                                                              \
-        RA_CPU_SEQ, f64, 0, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, dt, dt                         \
-    }
+    (&(const ra_cpu_gdn_cfg){RA_CPU_SEQ, f64, 0, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, dt, dt, 0})
 #define CHUNK(c, rnd, inv, act)                                                                    \
-    {                                                                                              \
-        RA_CPU_CHUNK, 0, c, rnd, inv, act, RA_F32                                                  \
-    }
+    (&(const ra_cpu_gdn_cfg){RA_CPU_CHUNK, 0, c, rnd, inv, act, RA_F32, 0})
 
-static const ra_cpu_gdn_cfg cfgs[] = {
-    SEQ(1, RA_F64),
-    SEQ(0, RA_F32),
-    CHUNK(64, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, RA_F32),
-    CHUNK(64, RA_CPU_ROUND_TF32, RA_CPU_INV_FWDSUBST, RA_F32),
-    CHUNK(64, RA_CPU_ROUND_BF16, RA_CPU_INV_FWDSUBST, RA_BF16),
-    CHUNK(64, RA_CPU_ROUND_IEEE, RA_CPU_INV_NEUMANN, RA_F32),
-    CHUNK(64, RA_CPU_ROUND_TF32, RA_CPU_INV_NEUMANN, RA_F32),
-    CHUNK(64, RA_CPU_ROUND_BF16, RA_CPU_INV_NEUMANN, RA_BF16),
-    CHUNK(128, RA_CPU_ROUND_IEEE, RA_CPU_INV_SCHUR, RA_F32),
-    CHUNK(128, RA_CPU_ROUND_TF32, RA_CPU_INV_SCHUR, RA_F32),
-    CHUNK(128, RA_CPU_ROUND_BF16, RA_CPU_INV_SCHUR, RA_BF16),
-};
-
-#define WRAP(i)                                                                                    \
-    static ra_status fwd_##i(const ra_case *c, ra_tensors *out, ra_run *run)                       \
-    {                                                                                              \
-        return ra_cpu_gdn_forward(&cfgs[i], c, out, run);                                          \
-    }                                                                                              \
-    static ra_status bwd_##i(const ra_case *c, ra_tensors *grads, ra_run *run)                     \
-    {                                                                                              \
-        return ra_cpu_gdn_backward(&cfgs[i], c, grads, run);                                       \
-    }
-WRAP(0)
-WRAP(1)
-WRAP(2)
-WRAP(3)
-WRAP(4)
-WRAP(5)
-WRAP(6)
-WRAP(7)
-WRAP(8)
-WRAP(9)
-WRAP(10)
-
-#define CAPS (RA_FWD | RA_BWD | RA_H0 | RA_GQA | RA_L2NORM | RA_TAIL)
-#define ROW(i, name, doc)                                                                          \
-    {                                                                                              \
-        name, "gdn", doc, RA_CPU, CAPS, fwd_##i, bwd_##i                                           \
-    }
+#define CAPS (RA_FWD | RA_BWD | RA_GDN_CAPS_ALL)
+#define ROW(name, cfg, doc)                                                                        \
+    {name, "gdn", doc, RA_CPU, CAPS, cfg, ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
 /* NKI's algorithms are defined for L2-normalised keys only (gdn_cte docs). */
-#define ROW_NKI(i, name, doc)                                                                      \
-    {                                                                                              \
-        name, "gdn", doc, RA_CPU, CAPS | RA_UNIT_KEYS, fwd_##i, bwd_##i                            \
-    }
+#define ROW_NKI(name, cfg, doc)                                                                    \
+    {name,          "gdn",  doc, RA_CPU, CAPS | RA_GDN_NEEDS_UNIT_KEYS, cfg, ra_cpu_gdn_forward_row, \
+     ra_cpu_gdn_backward_row}
 
 const ra_variant ra_cpu_gdn_variants[] = {
-    ROW(0, "gdn.cpu.f64", "sequential recurrence and adjoint in double, fma accumulation"),
-    ROW(1, "gdn.cpu.f32",
+    ROW("gdn.cpu.f64", SEQ(1, RA_F64),
+        "sequential recurrence and adjoint in double, fma accumulation"),
+    ROW("gdn.cpu.f32", SEQ(0, RA_F32),
         "sequential recurrence and adjoint in fp32 (fmaf, expf): the usual naive reference"),
-    ROW(2, "gdn.cpu.chunk64.ieee", "chunked C=64, fp32 IEEE matmuls, T by forward substitution"),
-    ROW(3, "gdn.cpu.chunk64.tf32",
+    ROW("gdn.cpu.chunk64.ieee", CHUNK(64, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, RA_F32),
+        "chunked C=64, fp32 IEEE matmuls, T by forward substitution"),
+    ROW("gdn.cpu.chunk64.tf32", CHUNK(64, RA_CPU_ROUND_TF32, RA_CPU_INV_FWDSUBST, RA_F32),
         "chunked C=64, matmul operands rounded to TF32 (rna), T by forward substitution"),
-    ROW(4, "gdn.cpu.chunk64.bf16",
+    ROW("gdn.cpu.chunk64.bf16", CHUNK(64, RA_CPU_ROUND_BF16, RA_CPU_INV_FWDSUBST, RA_BF16),
         "chunked C=64, bf16 matmul operands, T/W/U/chunk states stored bf16 (fla), fwdsubst"),
-    ROW_NKI(5, "gdn.cpu.chunk64.ieee.neumann",
+    ROW_NKI("gdn.cpu.chunk64.ieee.neumann",
+            CHUNK(64, RA_CPU_ROUND_IEEE, RA_CPU_INV_NEUMANN, RA_F32),
             "chunked C=64, fp32 IEEE matmuls, T by 16x16 Neumann blocks (NKI)"),
-    ROW_NKI(6, "gdn.cpu.chunk64.tf32.neumann",
+    ROW_NKI("gdn.cpu.chunk64.tf32.neumann",
+            CHUNK(64, RA_CPU_ROUND_TF32, RA_CPU_INV_NEUMANN, RA_F32),
             "chunked C=64, TF32 matmul operands, T by 16x16 Neumann blocks (NKI)"),
-    ROW_NKI(7, "gdn.cpu.chunk64.bf16.neumann",
+    ROW_NKI("gdn.cpu.chunk64.bf16.neumann",
+            CHUNK(64, RA_CPU_ROUND_BF16, RA_CPU_INV_NEUMANN, RA_BF16),
             "chunked C=64, bf16 operands and intermediates, T by 16x16 Neumann blocks (NKI)"),
-    ROW_NKI(8, "gdn.cpu.chunk128.ieee.schur",
+    ROW_NKI("gdn.cpu.chunk128.ieee.schur",
+            CHUNK(128, RA_CPU_ROUND_IEEE, RA_CPU_INV_SCHUR, RA_F32),
             "chunked C=128, fp32 IEEE matmuls, T by recursive 2x2 block merge (NKI schur)"),
-    ROW_NKI(9, "gdn.cpu.chunk128.tf32.schur",
+    ROW_NKI("gdn.cpu.chunk128.tf32.schur",
+            CHUNK(128, RA_CPU_ROUND_TF32, RA_CPU_INV_SCHUR, RA_F32),
             "chunked C=128, TF32 matmul operands, T by recursive 2x2 block merge (NKI schur)"),
-    ROW_NKI(10, "gdn.cpu.chunk128.bf16.schur",
+    ROW_NKI("gdn.cpu.chunk128.bf16.schur",
+            CHUNK(128, RA_CPU_ROUND_BF16, RA_CPU_INV_SCHUR, RA_BF16),
             "chunked C=128, bf16 operands and intermediates, T by recursive block merge"),
 };
 
 const size_t ra_cpu_gdn_nvariants = sizeof ra_cpu_gdn_variants / sizeof ra_cpu_gdn_variants[0];
-
-_Static_assert(sizeof cfgs / sizeof cfgs[0] ==
-                   sizeof ra_cpu_gdn_variants / sizeof ra_cpu_gdn_variants[0],
-               "one configuration per variant row");
 
 const ra_variant *ra_cpu_gdn_variant(const char *name)
 {
@@ -131,5 +105,5 @@ const ra_variant *ra_cpu_gdn_variant(const char *name)
 const ra_cpu_gdn_cfg *ra_cpu_gdn_variant_cfg(const char *name)
 {
     const ra_variant *v = ra_cpu_gdn_variant(name);
-    return v ? &cfgs[v - ra_cpu_gdn_variants] : NULL;
+    return v ? v->data : NULL;
 }

@@ -48,11 +48,13 @@ typedef struct ra_cpu_gdn_cfg {
     ra_cpu_inverse inverse; /* RA_CPU_CHUNK */
     ra_dtype act_dtype;     /* storage of o, dq, dk, dv */
     ra_dtype aux_dtype;     /* storage of ht, dh0, dg, dbeta */
+    unsigned faults;        /* planted defects (cpu/faults.h): 0 in every
+                               registered row; tests make rows of their own */
 } ra_cpu_gdn_cfg;
 
 /* Forward (o, ht) and backward (dq, dk, dv, dg, dbeta, dh0 when the case
-   has h0) of case c under configuration cfg, honouring run->threads and
-   run->faults (run may be NULL: default threads, no faults).  Inputs are
+   has h0) of case c under configuration cfg (with its planted faults),
+   honouring run->threads (run may be NULL: default threads).  Inputs are
    read exactly and rounded once to the arithmetic type (a no-op except for
    f64 inputs to a float configuration); outputs are stored with RNE. */
 ra_status ra_cpu_gdn_forward(const ra_cpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out,
@@ -60,8 +62,12 @@ ra_status ra_cpu_gdn_forward(const ra_cpu_gdn_cfg *cfg, const ra_case *c, ra_ten
 ra_status ra_cpu_gdn_backward(const ra_cpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *grads,
                               ra_run *run);
 
-/* The registered CPU gdn variants (11 rows) and lookup by exact name
-   (NULL if none). */
+/* The variant functions of every CPU gdn row: self->data is the row's
+   ra_cpu_gdn_cfg (so a test can make a row with faults of its own). */
+ra_variant_fn ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row;
+
+/* The registered CPU gdn variants and lookup by exact name (NULL if
+   none). */
 extern const ra_variant ra_cpu_gdn_variants[];
 extern const size_t ra_cpu_gdn_nvariants;
 const ra_variant *ra_cpu_gdn_variant(const char *name);

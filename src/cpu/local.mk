@@ -1,6 +1,6 @@
 # CPU kernel variants (gdn.cpu.*): the kernels are templates instantiated
 # for float (gdn_f32.c) and double (gdn_f64.c).
-librecaudit_a_SOURCES += src/cpu/cpu.h src/cpu/register.c \
+librecaudit_a_SOURCES += src/cpu/cpu.h src/cpu/variants.c \
 	src/cpu/faults.h src/cpu/gdn_variants.h src/cpu/gdn_variants.c \
 	src/cpu/gdn_impl.h src/cpu/gdn_f32.c src/cpu/gdn_f64.c \
 	src/cpu/gdn_tmpl_linalg.h src/cpu/gdn_tmpl_inverse.h src/cpu/gdn_tmpl_head.h \

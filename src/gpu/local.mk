@@ -8,7 +8,7 @@ SUFFIXES = .cu
 # nvcc objects get no automatic dependency tracking: list the headers.
 gpu_headers = src/gpu/device.h src/gpu/rounding_probe.h src/core/status.h \
 	include/recaudit/types.h
-librecaudit_a_SOURCES += $(gpu_headers)
+librecaudit_a_SOURCES += $(gpu_headers) src/gpu/gpu.h src/gpu/variants_none.c
 src/gpu/device.$(OBJEXT) src/gpu/rounding_probe.$(OBJEXT): $(gpu_headers)
 if HAVE_CUDA
 librecaudit_a_SOURCES += src/gpu/device.cu src/gpu/rounding_probe.cu

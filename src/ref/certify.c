@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include "core/metrics.h"
+#include "core/op.h"
 #include "ref/refop.h"
 
 /*
@@ -27,18 +28,10 @@
  * does not depend on the thread count.
  */
 
-static const ra_ref_op *const op_table[] = {&ra_ref_op_gdn};
-static const char *const op_names[] = {"gdn", NULL};
-#define NOPS (sizeof op_table / sizeof op_table[0])
-
-const char *const *ra_ref_ops(void) { return op_names; }
-
 const ra_ref_op *ra_ref_op_find(const char *op)
 {
-    for (size_t i = 0; op && i < NOPS; i++)
-        if (strcmp(op_table[i]->name, op) == 0)
-            return op_table[i];
-    return NULL;
+    const ra_op *row = ra_op_find(op);
+    return row ? row->ref : NULL;
 }
 
 void ra_ref_outs_clear(ra_ref_outs *o)
@@ -303,9 +296,10 @@ ra_status ra_ref_compute(ra_case *ref, const ra_case *c, const ra_ref_opts *o, c
     const ra_ref_op *op = ra_ref_op_find(c->op);
     if (!op) {
         char names[256] = "";
-        for (size_t i = 0; i < NOPS; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
-                     op_table[i]->name);
+        for (const ra_op *const *row = ra_ops(); *row; row++)
+            if ((*row)->ref)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                         *names ? ", " : "", (*row)->name);
         RA_ERRORF(RA_EUNSUPPORTED, "%s: op '%s' has no MPFR reference (references exist for: %s)",
                   what, c->op ? c->op : "(none)", names);
     }

@@ -107,4 +107,13 @@ static void gdn_release(void *state)
     free(g);
 }
 
-const ra_ref_op ra_ref_op_gdn = {"gdn", gdn_prepare, gdn_units, gdn_run_op, gdn_release};
+static void gdn_op_count(const void *state, double *fwd, double *bwd)
+{
+    const gdn_state *g = state;
+    ra_gdn_op_count(&g->d.in.s, g->d.in.l2norm, g->d.in.x[RA_GDN_DHT] != NULL, 0, fwd, bwd);
+    if (!g->grads)
+        *bwd = 0;
+}
+
+const ra_ref_op ra_ref_op_gdn = {"gdn",       gdn_prepare, gdn_units, gdn_run_op,
+                                 gdn_release, gdn_op_count};

@@ -76,9 +76,6 @@ void ra_ref_opts_init(ra_ref_opts *o);
 /* `what` names the case in messages (its file name). */
 ra_status ra_ref_compute(ra_case *ref, const ra_case *c, const ra_ref_opts *o, const char *what);
 
-/* Operations that have a reference, NULL-terminated ("gdn", ...). */
-const char *const *ra_ref_ops(void);
-
 /* The cache key ra_ref_compute uses for (c, o): 32 hex digits of XXH3-128
    over a format tag, the op, every parameter (sorted by key), every tensor
    (sorted by name: name, dtype, shape, bytes) and the options that change

@@ -17,8 +17,9 @@
  * and converts its inputs (once), run evaluates every output at one
  * precision into MPFR arrays, release frees the prepared state.  The
  * certification driver (certify.c) is generic over them: it calls run at
- * two precisions, compares, raises precision, rounds to f64.  Adding glr,
- * scan or bigdn references is adding a row to ra_ref_op_table.
+ * two precisions, compares, raises precision, rounds to f64.  An
+ * operation's row of the operation table (src/core/op.h) points at its
+ * ra_ref_op.
  */
 
 #define RA_REF_MAX_OUTS 16
@@ -54,6 +55,10 @@ typedef struct ra_ref_op {
     ra_status (*run)(ra_ref_outs *outs, const mpfr_prec_t *precs, int nprec, const void *state,
                      int threads, ra_progress *prog);
     void (*release)(void *state);
+    /* MPFR arithmetic calls of one run at one precision (bench-ref's
+       per-core rates): the forward alone, and what the gradients add when
+       the state was prepared with them (0 otherwise). */
+    void (*op_count)(const void *state, double *fwd, double *bwd);
 } ra_ref_op;
 
 extern const ra_ref_op ra_ref_op_gdn;

@@ -1,7 +1,7 @@
 /* Silent error handler for regions whose errors are re-reported with context. */
 #include <config.h>
 
-#include "audit/capture.h"
+#include "core/capture.h"
 
 /*
  * The handler is process-wide (status.c); begin/end save and restore the

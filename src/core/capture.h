@@ -1,6 +1,6 @@
 /* Regions in which library errors are recorded but not printed. */
-#ifndef RA_AUDIT_CAPTURE_H
-#define RA_AUDIT_CAPTURE_H
+#ifndef RA_CORE_CAPTURE_H
+#define RA_CORE_CAPTURE_H
 
 #include "core/status.h"
 
