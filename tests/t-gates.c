@@ -19,7 +19,7 @@
  * tensor, then exact dtype), with the literal counts written beside each
  * row.  Expected refusals name the file and line of the bad row; line
  * numbers are counted by hand in the literal texts.  The shipped tables
- * are checked against lists written from the documentation (the 11 CPU
+ * are checked against lists written from the documentation (the CPU
  * variant names of the documented naming scheme, the gdn tensors of
  * docs/gdn.md, the seven regimes), not against the code.
  */
