@@ -2,16 +2,13 @@
 #include "gradcheck/gradcheck.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <omp.h>
-
 #include "core/gdn_case.h"
 #include "core/rng.h"
-#include "ref/first_error.h"
+#include "ref/pool.h"
 #include "ref/gdn.h"
 
 /*
@@ -209,85 +206,100 @@ static void compare(ra_gc_row *row, const char *name, mpfr_srcptr fd, mpfr_srcpt
 /* --- element-wise ------------------------------------------------------------------------------
  */
 
+/* One task per element of every differentiable input, in input order. */
+typedef struct elem_ctx {
+    const fd_ctx *x;
+    int64_t start[RA_GDN_NDIFF + 1]; /* first task of each input */
+    ra_mparr *fd;
+} elem_ctx;
+
+typedef struct elem_ws {
+    ra_gdn_ws *w;
+    mpfr_t L[4], lh, t;
+} elem_ws;
+
+static void elem_ws_free(void *ws, void *ctx)
+{
+    (void)ctx;
+    elem_ws *e = ws;
+    ra_gdn_ws_free(e->w);
+    for (int k = 0; k < 4; k++)
+        mpfr_clear(e->L[k]);
+    mpfr_clears(e->lh, e->t, (mpfr_ptr)0);
+    free(e);
+}
+
+static ra_status elem_ws_new(void **ws, void *ctx, int worker)
+{
+    (void)worker;
+    const elem_ctx *c = ctx;
+    const mpfr_prec_t p = c->x->o->prec;
+    elem_ws *e = calloc(1, sizeof *e);
+    if (!e)
+        RA_ERROR("out of memory", RA_ENOMEM);
+    for (int k = 0; k < 4; k++)
+        mpfr_init2(e->L[k], p);
+    mpfr_inits2(p, e->lh, e->t, (mpfr_ptr)0);
+    const ra_gdn_in *in = &c->x->d.in;
+    ra_status st = ra_gdn_ws_new(&e->w, &in->s, p, 0, 0, in->segment);
+    if (st != RA_OK) {
+        elem_ws_free(e, ctx);
+        return st;
+    }
+    *ws = e;
+    return RA_OK;
+}
+
+static ra_status elem_task(void *ws, void *ctx, int64_t task, char *msg, size_t msglen)
+{
+    const elem_ctx *c = ctx;
+    elem_ws *e = ws;
+    const ra_gdn_in *in = &c->x->d.in;
+    int a = 0;
+    while (task >= c->start[a + 1])
+        a++;
+    const int64_t i = task - c->start[a];
+    int64_t b, h0, h1;
+    element_heads(&in->s, a, i, &b, &h0, &h1);
+    ra_gdn_in pin = *in;
+    pin.one_arr = a;
+    pin.one_idx = i;
+    for (int k = 0; k < 4; k++) {
+        pin.one_delta = c->x->step[k];
+        mpfr_set_zero(e->L[k], 1);
+        for (int64_t hv = h0; hv < h1; hv++) {
+            RA_TRY(ra_gdn_head(e->w, &pin, b, hv, NULL, e->lh, 0, msg, msglen));
+            mpfr_add(e->L[k], e->L[k], e->lh, MPFR_RNDN);
+        }
+    }
+    mpfr_srcptr Ls[4] = {e->L[0], e->L[1], e->L[2], e->L[3]};
+    richardson(c->fd[a].x + i, Ls, c->x->o->h_log2, e->t);
+    return RA_OK;
+}
+
 static ra_status elementwise(ra_gc_result *r, fd_ctx *x)
 {
     const ra_gdn_in *in = &x->d.in;
-    const ra_gdn_shape *s = &in->s;
     const mpfr_prec_t p = x->o->prec;
-    int64_t start[RA_GDN_NDIFF + 1] = {0};
     ra_mparr fd[RA_GDN_NDIFF];
     memset(fd, 0, sizeof fd);
+    elem_ctx c = {.x = x, .fd = fd};
     ra_status st = RA_OK;
     for (int a = 0; a < RA_GDN_NDIFF; a++) {
-        int64_t n = in->x[a] ? ra_gdn_arr_numel(s, a) : 0;
-        start[a + 1] = start[a] + n;
+        int64_t n = in->x[a] ? ra_gdn_arr_numel(&in->s, a) : 0;
+        c.start[a + 1] = c.start[a] + n;
         if (st == RA_OK)
             st = ra_mparr_init(&fd[a], (size_t)n, p);
     }
-    const int64_t total = start[RA_GDN_NDIFF];
-    int nt = x->o->threads > 0 ? x->o->threads : omp_get_max_threads();
-    if (!mpfr_buildopt_tls_p() || nt < 1)
-        nt = 1;
-    ra_gdn_ws **ws = calloc((size_t)nt, sizeof *ws);
-    if (!ws)
-        st = RA_ENOMEM;
-    for (int i = 0; st == RA_OK && i < nt; i++)
-        st = ra_gdn_ws_new(&ws[i], s, p, 0, 0, in->segment);
-    ra_first_error first;
-    ra_first_error_init(&first);
-    if (st == RA_OK) {
-#pragma omp parallel num_threads(nt)
-        {
-            ra_gdn_ws *w = ws[omp_get_thread_num()];
-            mpfr_t L[4], lh, t;
-            for (int k = 0; k < 4; k++)
-                mpfr_init2(L[k], p);
-            mpfr_inits2(p, lh, t, (mpfr_ptr)0);
-            ra_mp_range range;
-            ra_mp_range_widen(&range);
-            char msg[400];
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t e = 0; e < total; e++) {
-                if (ra_first_error_seen(&first))
-                    continue;
-                int a = 0;
-                while (e >= start[a + 1])
-                    a++;
-                const int64_t i = e - start[a];
-                int64_t b, h0, h1;
-                element_heads(s, a, i, &b, &h0, &h1);
-                ra_gdn_in pin = *in;
-                pin.one_arr = a;
-                pin.one_idx = i;
-                ra_status hs = RA_OK;
-                for (int k = 0; k < 4 && hs == RA_OK; k++) {
-                    pin.one_delta = x->step[k];
-                    mpfr_set_zero(L[k], 1);
-                    for (int64_t hv = h0; hv < h1 && hs == RA_OK; hv++) {
-                        hs = ra_gdn_head(w, &pin, b, hv, NULL, lh, 0, msg, sizeof msg);
-                        mpfr_add(L[k], L[k], lh, MPFR_RNDN);
-                    }
-                }
-                if (hs != RA_OK) {
-                    ra_first_error_record(&first, e, hs, msg);
-                    continue;
-                }
-                mpfr_srcptr Ls[4] = {L[0], L[1], L[2], L[3]};
-                richardson(fd[a].x + i, Ls, x->o->h_log2, t);
-            }
-            ra_mp_range_restore(&range);
-            for (int k = 0; k < 4; k++)
-                mpfr_clear(L[k]);
-            mpfr_clears(lh, t, (mpfr_ptr)0);
-            mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
-        }
-        if (ra_first_error_report(&first) != RA_OK)
-            st = first.st;
-    } else if (st == RA_ENOMEM && !ws)
-        RA_REPORTF(st, "out of memory");
-    for (int i = 0; ws && i < nt; i++)
-        ra_gdn_ws_free(ws[i]);
-    free(ws);
+    const ra_pool pool = {.ntasks = c.start[RA_GDN_NDIFF],
+                          .threads = x->o->threads,
+                          .widen_range = 1,
+                          .ctx = &c,
+                          .ws_new = elem_ws_new,
+                          .ws_free = elem_ws_free,
+                          .task = elem_task};
+    if (st == RA_OK)
+        st = ra_pool_run(&pool);
     if (st == RA_OK) {
         ra_mp_range range;
         ra_mp_range_widen(&range);
