@@ -10,6 +10,7 @@
 #include "cli/options.h"
 #include "core/case.h"
 #include "core/table.h"
+#include "gradcheck/gdn_gc.h"
 #include "gradcheck/gradcheck.h"
 
 /*
@@ -198,8 +199,8 @@ int ra_cmd_gradcheck(int argc, char **argv)
         st = ra_case_load(&g, a.grads_path);
     ra_gc_result r;
     if (st == RA_OK)
-        st = ra_gradcheck_gdn(&r, &c, &a.o, a.grads_path ? &g.tensors : NULL,
-                              a.case_path ? a.case_path : "generated case");
+        st = ra_gradcheck(&r, &ra_gc_op_gdn, &c, &a.o, a.grads_path ? &g.tensors : NULL,
+                          a.case_path ? a.case_path : "generated case");
     if (st == RA_OK)
         st = print_result(&r, a.fmt);
     double min = st == RA_OK ? ra_gc_min_digits(&r) : 0;
