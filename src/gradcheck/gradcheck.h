@@ -95,7 +95,7 @@ typedef struct ra_gc_op {
     /* Validates c, cotangents included (messages name `what`), for work at
        prec bits; converts it into *state; fills io with the differentiable
        inputs c holds (optional ones only when present) and every output,
-       with the case's cotangents. */
+       with the case's cotangents.  On failure *state is NULL. */
     ra_status (*prepare)(void **state, ra_gc_layout *io, const ra_case *c, mpfr_prec_t prec,
                          const char *what);
     /* dot mode: from now on L uses cot[j] (io.out[j].n values, owned by the
@@ -120,6 +120,7 @@ typedef struct ra_gc_op {
        delta.  Called concurrently on distinct workspaces. */
     ra_status (*loss_one)(mpfr_ptr loss, void *ws, const void *state, int a, int64_t i,
                           mpfr_srcptr delta, char *msg, size_t msglen);
+    /* Frees the state (after the last hook that used it). */
     void (*release)(void *state);
 } ra_gc_op;
 
