@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gradcheck/gdn_gc.h"
 #include "gradcheck/gradcheck.h"
 #include "ref-testutil.h"
 #include "ref/ref.h"
@@ -54,7 +55,7 @@ static void expect_rows(const ra_gc_result *r, const char *const *names, size_t 
 static void reference_agrees(ra_gc_result *r, const ra_case *c, const ra_gc_opts *o,
                              const char *what, const char *const *names, size_t n)
 {
-    ck_assert_int_eq(ra_gradcheck_gdn(r, c, o, NULL, what), RA_OK);
+    ck_assert_int_eq(ra_gradcheck(r, &ra_gc_op_gdn, c, o, NULL, what), RA_OK);
     expect_rows(r, names, n, 30);
 }
 
@@ -116,7 +117,7 @@ START_TEST(data_wrong_gradient)
     ck_assert_int_eq(ra_ref_compute(&ref, &c, &ro, "case"), RA_OK);
     ra_gc_result r;
     ra_gc_opts o = gopts(RA_GC_ELEMENTWISE);
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, &ref.tensors, "f64 grads"), RA_OK);
+    ck_assert_int_eq(ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, &ref.tensors, "f64 grads"), RA_OK);
     expect_rows(&r, with_h0, 6, 14.5);
     for (size_t i = 0; i < r.n; i++) /* f64 rounding bounds them */
         ck_assert_msg(r.rows[i].digits < 17.5, "%s: %.1f digits from f64 data", r.rows[i].tensor,
@@ -134,7 +135,7 @@ START_TEST(data_wrong_gradient)
                    ra_tensor_get(v, gi * s.V + j);
         ra_tensor_set(db, gi, acc);
     }
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, &ref.tensors, "wrong dbeta"), RA_OK);
+    ck_assert_int_eq(ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, &ref.tensors, "wrong dbeta"), RA_OK);
     ck_assert_msg(row(&r, "beta")->digits < 1.5, "dbeta without its state term: %.1f digits",
                   row(&r, "beta")->digits);
     ck_assert(row(&r, "q")->digits > 14.5 && row(&r, "g")->digits > 14.5);
@@ -146,7 +147,7 @@ START_TEST(data_wrong_gradient)
     const ra_tensor *g = tu_t(&c, "g");
     for (int64_t gi = 0; gi < dg->numel; gi++)
         ra_tensor_set(dg, gi, ra_tensor_get(dg, gi) / exp(ra_tensor_get(g, gi)));
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, &ref.tensors, "wrong dg"), RA_OK);
+    ck_assert_int_eq(ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, &ref.tensors, "wrong dg"), RA_OK);
     ck_assert_msg(row(&r, "g")->digits < 1.5, "dg without exp(g): %.1f digits",
                   row(&r, "g")->digits);
     ck_assert(row(&r, "beta")->digits > 14.5);
@@ -163,19 +164,21 @@ START_TEST(data_errors)
     tu_ref_case(&c, &s, 0, 206); /* no do */
     ra_gc_result r;
     ra_gc_opts o = gopts(RA_GC_ELEMENTWISE);
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, NULL, "nodo.safetensors"), RA_ENOTFOUND);
+    ck_assert_int_eq(ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, NULL, "nodo.safetensors"),
+                     RA_ENOTFOUND);
     ck_assert_msg(strstr(tu_msg, "'do'") && strstr(tu_msg, "nodo.safetensors"), "%s", tu_msg);
     ra_case_clear(&c);
     tu_ref_case(&c, &s, TU_DO, 207);
     ra_tensors gr;
     ra_tensors_init(&gr);
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, &gr, "case"), RA_ENOTFOUND); /* no dq */
+    ck_assert_int_eq(ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, &gr, "case"),
+                     RA_ENOTFOUND); /* no dq */
     ck_assert_msg(strstr(tu_msg, "'dq'"), "%s", tu_msg);
     o.mode = RA_GC_DOT;
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, &gr, "case"), RA_EINVAL);
+    ck_assert_int_eq(ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, &gr, "case"), RA_EINVAL);
     o = gopts(RA_GC_ELEMENTWISE);
     o.prec = 80; /* step 2^-80 does not fit */
-    ck_assert_int_eq(ra_gradcheck_gdn(&r, &c, &o, NULL, "case"), RA_EINVAL);
+    ck_assert_int_eq(ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, NULL, "case"), RA_EINVAL);
     ra_gc_mode m;
     ck_assert_int_eq(ra_gc_mode_parse(&m, "directional"), RA_OK);
     ck_assert_int_eq(m, RA_GC_DIRECTIONAL);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/op.h"
+#include "gradcheck/gradcheck.h"
 #include "ref/refop.h"
 #include "testutil.h"
 
@@ -86,6 +87,9 @@ START_TEST(special_rows)
         }
         ck_assert_uint_eq(ra_op_caps_known(op), seen);
         ck_assert_ptr_nonnull(op->ref);
+        ck_assert_str_eq(op->ref->name, op->name); /* hooks of this operation */
+        if (op->gradcheck)
+            ck_assert_str_eq(op->gradcheck->name, op->name);
         ck_assert_ptr_nonnull(op->generate);
         ck_assert_ptr_nonnull(op->identify);
         ck_assert_ptr_nonnull(op->supports);

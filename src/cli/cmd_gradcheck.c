@@ -204,9 +204,15 @@ int ra_cmd_gradcheck(int argc, char **argv)
     if (st == RA_OK && a.grads_path)
         st = ra_case_load(&g, a.grads_path);
     ra_gc_result r;
+    const ra_op *op = st == RA_OK ? ra_op_find(c.op) : NULL;
+    if (st == RA_OK && (!op || !op->gradcheck)) {
+        RA_REPORTF(RA_EUNSUPPORTED, "%s: op '%s' has no gradient check",
+                   a.case_path ? a.case_path : "generated case", c.op ? c.op : "-");
+        st = RA_EUNSUPPORTED;
+    }
     if (st == RA_OK)
-        st = ra_gradcheck_gdn(&r, &c, &a.o, a.grads_path ? &g.tensors : NULL,
-                              a.case_path ? a.case_path : "generated case");
+        st = ra_gradcheck(&r, op->gradcheck, &c, &a.o, a.grads_path ? &g.tensors : NULL,
+                          a.case_path ? a.case_path : "generated case");
     if (st == RA_OK)
         st = print_result(&r, a.fmt);
     double min = st == RA_OK ? ra_gc_min_digits(&r) : 0;

@@ -9,6 +9,7 @@
 #include "core/gdn_case.h"
 #include "core/gen_gdn.h"
 #include "core/op.h"
+#include "gradcheck/gdn_gc.h"
 #include "recaudit/gdn.h"
 #include "ref/refop.h"
 
@@ -182,5 +183,5 @@ const ra_op ra_op_gdn = {
     .identify = identify,
     .supports = supports,
     .ref = &ra_ref_op_gdn,
-    .gradcheck = NULL,
+    .gradcheck = &ra_gc_op_gdn,
 };

@@ -1,9 +1,16 @@
-# Gradient checks: finite differences of the MPFR forward (element-wise,
-# directional, the VJP/JVP dot test).
-librecaudit_a_SOURCES += src/gradcheck/gradcheck.h src/gradcheck/gdn_fd.c
+# Gradient checks: the finite-difference engine (element-wise, directional,
+# the VJP/JVP dot test) and each operation's hooks into its MPFR reference.
+librecaudit_a_SOURCES += src/gradcheck/gradcheck.h src/gradcheck/fd.c \
+	src/gradcheck/gdn_gc.c src/gradcheck/gdn_gc.h
 
 check_PROGRAMS += tests/t-gradcheck
 TESTS += tests/t-gradcheck
 tests_t_gradcheck_SOURCES = tests/t-gradcheck.c tests/ref-testutil.h
 tests_t_gradcheck_CFLAGS = $(TEST_CFLAGS)
 tests_t_gradcheck_LDADD = tests/libtestutil.la $(TEST_LIBS)
+
+check_PROGRAMS += tests/t-fd
+TESTS += tests/t-fd
+tests_t_fd_SOURCES = tests/t-fd.c tests/ref-testutil.h
+tests_t_fd_CFLAGS = $(TEST_CFLAGS)
+tests_t_fd_LDADD = tests/libtestutil.la $(TEST_LIBS)

@@ -9,6 +9,7 @@
 
 #include "core/metrics.h"
 #include "core/op.h"
+#include "ref/pool.h"
 #include "ref/refop.h"
 
 /*
@@ -55,19 +56,13 @@ void ra_ref_opts_init(ra_ref_opts *o)
     o->progress = 1;
 }
 
-static int nthreads(int threads)
-{
-    int nt = threads > 0 ? threads : omp_get_max_threads();
-    return mpfr_buildopt_tls_p() && nt > 0 ? nt : 1;
-}
-
 /* Minimum agreeing bits over lo vs hi and the first element attaining it. */
 static long min_agree(int64_t *worst, const ra_mparr *lo, const ra_mparr *hi, long cap, int threads)
 {
     const int64_t n = (int64_t)hi->n, chunk = 4096, nchunks = (n + chunk - 1) / chunk;
     long best = cap;
     int64_t best_i = -1;
-#pragma omp parallel num_threads(nthreads(threads))
+#pragma omp parallel num_threads(ra_pool_threads(threads))
     {
         ra_mp_range range;
         ra_mp_range_widen(&range);
@@ -96,7 +91,7 @@ static long min_agree(int64_t *worst, const ra_mparr *lo, const ra_mparr *hi, lo
 static void to_f64(double *dst, const ra_mparr *a, int threads)
 {
     const int64_t n = (int64_t)a->n;
-#pragma omp parallel num_threads(nthreads(threads))
+#pragma omp parallel num_threads(ra_pool_threads(threads))
     {
         ra_mp_range range;
         ra_mp_range_widen(&range);

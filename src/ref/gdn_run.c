@@ -1,13 +1,11 @@
 /* The gated delta rule in MPFR: inputs, whole-problem runs, group sums, op counts. */
 #include "ref/gdn.h"
-#include "ref/first_error.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <omp.h>
+#include "ref/pool.h"
 
 /*
  * ra_gdn_run spreads the B*Hv independent heads, at each precision asked
@@ -26,10 +24,10 @@
  * (one fmms and one division per element).  No result depends on which
  * thread ran what, so the bytes are identical for any thread count.
  *
- * Workspaces are allocated by the calling thread before the parallel
- * region so that an allocation failure is reported once; the first failing
- * head (lowest index) is the one reported.  MPFR must be built thread-safe
- * (TLS) to use more than one thread; otherwise the run uses one.
+ * Both loops run on the task pool (src/ref/pool.h): workspaces made
+ * before the parallel region (an allocation failure is reported once), the
+ * failure of the lowest task index reported (the same message for any
+ * thread count), one thread when MPFR is not built thread-safe.
  */
 
 int ra_gdn_shape_equal(const ra_gdn_shape *a, const ra_gdn_shape *b)
@@ -127,80 +125,102 @@ void ra_gdn_out_clear(ra_gdn_out *out)
         ra_mparr_free(arrs[i]);
 }
 
-static int run_threads(int threads, int64_t items)
-{
-    int nt = threads > 0 ? threads : omp_get_max_threads();
-    if (!mpfr_buildopt_tls_p())
-        nt = 1;
-    if (nt > items)
-        nt = (int)(items > 0 ? items : 1);
-    return nt < 1 ? 1 : nt;
-}
+/* dq/dk from the per-value-head arrays: group sum, then the l2norm chain.
+   One task per (b, t, hk); a workspace holds a K-vector and five scalars. */
+typedef struct group_ctx {
+    ra_gdn_out *out;
+    const ra_gdn_in *in;
+} group_ctx;
 
-/* dq/dk from the per-value-head arrays: group sum, then the l2norm chain. */
-static ra_status group_finish(ra_gdn_out *out, const ra_gdn_in *in, int threads)
+enum { GROUP_SCALARS = 6 };
+
+static ra_status group_ws_new(void **ws, void *ctx, int worker)
 {
-    const ra_gdn_shape *s = &in->s;
-    const int64_t K = s->K, G = s->Hv / s->Hk, n = s->B * s->T * s->Hk;
-    const int nt = run_threads(threads, n);
-    ra_mparr *tmp = calloc((size_t)nt, sizeof *tmp);
+    (void)worker;
+    const group_ctx *g = ctx;
+    const int64_t K = g->in->s.K;
+    ra_mparr *tmp = calloc(1, sizeof *tmp);
     if (!tmp)
         RA_ERROR("out of memory", RA_ENOMEM);
-    ra_status st = RA_OK;
-    for (int i = 0; i < nt && st == RA_OK; i++)
-        st = ra_mparr_init(&tmp[i], (size_t)K + 6, out->prec);
-    atomic_int bad = 0;
-    if (st == RA_OK) {
-#pragma omp parallel num_threads(nt)
-        {
-            mpfr_ptr xr = tmp[omp_get_thread_num()].x, n2 = xr + K, nrm = n2 + 1, dot = n2 + 2,
-                     n3 = n2 + 3, eps = n2 + 4, scale = n2 + 5;
-            ra_mp_range range;
-            ra_mp_range_widen(&range);
-            mpfr_clear_flags();
-            ra_gdn_params(scale, eps, in);
-#pragma omp for schedule(static)
-            for (int64_t it = 0; it < n; it++) {
-                const int64_t b = it / (s->T * s->Hk), t = it / s->Hk % s->T, hk = it % s->Hk;
-                const int64_t base = ra_gdn_qk_index(s, b, t, hk, 0);
-                const int64_t vbase = ((b * s->T + t) * s->Hv + hk * G) * K;
-                for (int which = 0; which < 2; which++) {
-                    mpfr_ptr dst = (which ? out->dk.x : out->dq.x) + base;
-                    mpfr_srcptr src = (which ? out->dkv.x : out->dqv.x) + vbase;
-                    for (int64_t i = 0; i < K; i++)
-                        mpfr_set(dst + i, src + i, MPFR_RNDN);
-                    for (int64_t g = 1; g < G; g++)
-                        for (int64_t i = 0; i < K; i++)
-                            mpfr_add(dst + i, dst + i, src + g * K + i, MPFR_RNDN);
-                    if (!in->l2norm)
-                        continue;
-                    for (int64_t i = 0; i < K; i++)
-                        ra_gdn_get(xr + i, in, which ? RA_GDN_K : RA_GDN_Q, base + i);
-                    ra_gdn_l2norm(n2, nrm, xr, K, eps);
-                    mpfr_mul(n3, n2, nrm, MPFR_RNDN);
-                    mpfr_set_zero(dot, 1);
-                    for (int64_t i = 0; i < K; i++)
-                        mpfr_fma(dot, xr + i, dst + i, dot, MPFR_RNDN);
-                    for (int64_t i = 0; i < K; i++) {
-                        mpfr_fmms(dst + i, dst + i, n2, xr + i, dot, MPFR_RNDN);
-                        mpfr_div(dst + i, dst + i, n3, MPFR_RNDN);
-                    }
-                }
-            }
-            if (mpfr_overflow_p() || mpfr_underflow_p() || mpfr_nanflag_p())
-                atomic_store(&bad, 1);
-            ra_mp_range_restore(&range);
-            mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
-        }
-        if (atomic_load(&bad))
-            RA_REPORTF(st = RA_ENUMERIC,
-                       "gdn reference at %ld bits: the group sums or the l2norm chain rule of "
-                       "dq/dk left MPFR's exponent range",
-                       (long)out->prec);
+    ra_status st = ra_mparr_init(tmp, (size_t)K + GROUP_SCALARS, g->out->prec);
+    if (st != RA_OK) {
+        free(tmp);
+        return st;
     }
-    for (int i = 0; i < nt; i++)
-        ra_mparr_free(&tmp[i]);
-    free(tmp);
+    /* scale and l2eps once per workspace, under the range the workers use */
+    ra_mp_range range;
+    ra_mp_range_widen(&range);
+    ra_gdn_params(tmp->x + K + 5, tmp->x + K + 4, g->in);
+    ra_mp_range_restore(&range);
+    *ws = tmp;
+    return RA_OK;
+}
+
+static void group_ws_free(void *ws, void *ctx)
+{
+    (void)ctx;
+    ra_mparr_free(ws);
+    free(ws);
+}
+
+static ra_status group_task(void *ws, void *ctx, int64_t it, char *msg, size_t msglen)
+{
+    const group_ctx *g = ctx;
+    const ra_gdn_in *in = g->in;
+    const ra_gdn_shape *s = &in->s;
+    ra_gdn_out *out = g->out;
+    const int64_t K = s->K, G = s->Hv / s->Hk;
+    mpfr_ptr xr = ((ra_mparr *)ws)->x, n2 = xr + K, nrm = n2 + 1, dot = n2 + 2, n3 = n2 + 3,
+             eps = n2 + 4;
+    mpfr_clear_flags();
+    const int64_t b = it / (s->T * s->Hk), t = it / s->Hk % s->T, hk = it % s->Hk;
+    const int64_t base = ra_gdn_qk_index(s, b, t, hk, 0);
+    const int64_t vbase = ((b * s->T + t) * s->Hv + hk * G) * K;
+    for (int which = 0; which < 2; which++) {
+        mpfr_ptr dst = (which ? out->dk.x : out->dq.x) + base;
+        mpfr_srcptr src = (which ? out->dkv.x : out->dqv.x) + vbase;
+        for (int64_t i = 0; i < K; i++)
+            mpfr_set(dst + i, src + i, MPFR_RNDN);
+        for (int64_t gi = 1; gi < G; gi++)
+            for (int64_t i = 0; i < K; i++)
+                mpfr_add(dst + i, dst + i, src + gi * K + i, MPFR_RNDN);
+        if (!in->l2norm)
+            continue;
+        for (int64_t i = 0; i < K; i++)
+            ra_gdn_get(xr + i, in, which ? RA_GDN_K : RA_GDN_Q, base + i);
+        ra_gdn_l2norm(n2, nrm, xr, K, eps);
+        mpfr_mul(n3, n2, nrm, MPFR_RNDN);
+        mpfr_set_zero(dot, 1);
+        for (int64_t i = 0; i < K; i++)
+            mpfr_fma(dot, xr + i, dst + i, dot, MPFR_RNDN);
+        for (int64_t i = 0; i < K; i++) {
+            mpfr_fmms(dst + i, dst + i, n2, xr + i, dot, MPFR_RNDN);
+            mpfr_div(dst + i, dst + i, n3, MPFR_RNDN);
+        }
+    }
+    if (mpfr_overflow_p() || mpfr_underflow_p() || mpfr_nanflag_p()) {
+        snprintf(msg, msglen,
+                 "gdn reference at %ld bits: the group sums or the l2norm chain rule of dq/dk "
+                 "left MPFR's exponent range (b=%lld t=%lld hk=%lld)",
+                 (long)out->prec, (long long)b, (long long)t, (long long)hk);
+        return RA_ENUMERIC;
+    }
+    return RA_OK;
+}
+
+static ra_status group_finish(ra_gdn_out *out, const ra_gdn_in *in, int threads)
+{
+    group_ctx g = {out, in};
+    /* tasks of a few K-vector operations: taken 16 at a time */
+    const ra_pool pool = {.ntasks = in->s.B * in->s.T * in->s.Hk,
+                          .threads = threads,
+                          .chunk = 16,
+                          .widen_range = 1,
+                          .ctx = &g,
+                          .ws_new = group_ws_new,
+                          .ws_free = group_ws_free,
+                          .task = group_task};
+    ra_status st = ra_pool_run(&pool);
     ra_mparr_free(&out->dqv);
     ra_mparr_free(&out->dkv);
     return st;
@@ -229,10 +249,58 @@ static ra_status alloc_outputs(ra_gdn_out *out, const ra_gdn_in *in, mpfr_prec_t
     return RA_OK;
 }
 
+/* Heads of every precision: task = (precision rank, head); a workspace
+   holds one head workspace per precision. */
+typedef struct multi_ctx {
+    const ra_gdn_in *in;
+    ra_gdn_out *outs;
+    const mpfr_prec_t *precs;
+    int nprec, grads;
+    int order[RA_GDN_MAX_PRECS]; /* precision indices, highest first */
+} multi_ctx;
+
+static void multi_ws_free(void *ws, void *ctx)
+{
+    const multi_ctx *m = ctx;
+    ra_gdn_ws **w = ws;
+    for (int k = 0; k < m->nprec; k++)
+        ra_gdn_ws_free(w[k]);
+    free(w);
+}
+
+static ra_status multi_ws_new(void **ws, void *ctx, int worker)
+{
+    (void)worker;
+    const multi_ctx *m = ctx;
+    ra_gdn_ws **w = calloc((size_t)m->nprec, sizeof *w);
+    if (!w)
+        RA_ERROR("out of memory", RA_ENOMEM);
+    ra_status st = RA_OK;
+    for (int k = 0; k < m->nprec && st == RA_OK; k++)
+        st = ra_gdn_ws_new(&w[k], &m->in->s, m->precs[k], m->grads, !ra_gdn_in_perturbed(m->in),
+                           m->in->segment);
+    if (st != RA_OK) {
+        multi_ws_free(w, ctx);
+        return st;
+    }
+    *ws = w;
+    return RA_OK;
+}
+
+static ra_status multi_task(void *ws, void *ctx, int64_t task, char *msg, size_t msglen)
+{
+    const multi_ctx *m = ctx;
+    const ra_gdn_shape *s = &m->in->s;
+    const int64_t nheads = s->B * s->Hv, h = task % nheads;
+    const int k = m->order[task / nheads];
+    return ra_gdn_head(((ra_gdn_ws **)ws)[k], m->in, h / s->Hv, h % s->Hv, &m->outs[k], NULL,
+                       m->grads, msg, msglen);
+}
+
 ra_status ra_gdn_run_multi(ra_gdn_out *outs, const mpfr_prec_t *precs, int nprec,
                            const ra_gdn_in *in, int grads, int threads, ra_progress *prog)
 {
-    for (int k = 0; k < nprec; k++) {
+    for (int k = 0; k < nprec && k < RA_GDN_MAX_PRECS; k++) {
         memset(&outs[k], 0, sizeof outs[k]);
         outs[k].prec = precs[k];
     }
@@ -240,55 +308,27 @@ ra_status ra_gdn_run_multi(ra_gdn_out *outs, const mpfr_prec_t *precs, int nprec
         RA_ERRORF(RA_EINTERNAL, "gdn reference: %d precisions in one run", nprec);
     for (int k = 0; k < nprec; k++)
         RA_TRY(ra_gdn_in_check(in, precs[k], grads));
-    const ra_gdn_shape *s = &in->s;
-    const int64_t nheads = s->B * s->Hv, ntasks = nheads * nprec;
-    const int nt = run_threads(threads, ntasks);
+    multi_ctx m = {.in = in, .outs = outs, .precs = precs, .nprec = nprec, .grads = grads};
     /* tasks of the highest precision (the longest) first */
-    int order[RA_GDN_MAX_PRECS];
     for (int k = 0; k < nprec; k++)
-        order[k] = k;
+        m.order[k] = k;
     for (int a = 1; a < nprec; a++)
-        for (int b = a; b > 0 && precs[order[b]] > precs[order[b - 1]]; b--) {
-            int t = order[b];
-            order[b] = order[b - 1], order[b - 1] = t;
+        for (int b = a; b > 0 && precs[m.order[b]] > precs[m.order[b - 1]]; b--) {
+            int t = m.order[b];
+            m.order[b] = m.order[b - 1], m.order[b - 1] = t;
         }
-    ra_gdn_ws **ws = calloc((size_t)nt * (size_t)nprec, sizeof *ws);
-    if (!ws)
-        RA_ERROR("out of memory", RA_ENOMEM);
     ra_status st = RA_OK;
     for (int k = 0; k < nprec && st == RA_OK; k++)
         st = alloc_outputs(&outs[k], in, precs[k], grads);
-    for (int i = 0; i < nt * nprec && st == RA_OK; i++)
-        st = ra_gdn_ws_new(&ws[i], s, precs[i % nprec], grads, !ra_gdn_in_perturbed(in),
-                           in->segment);
-    ra_first_error first;
-    ra_first_error_init(&first);
-    if (st == RA_OK) {
-#pragma omp parallel num_threads(nt)
-        {
-            ra_gdn_ws **mine = ws + (size_t)omp_get_thread_num() * (size_t)nprec;
-            char msg[400];
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t task = 0; task < ntasks; task++) {
-                if (ra_first_error_seen(&first))
-                    continue;
-                const int k = order[task / nheads];
-                const int64_t h = task % nheads;
-                ra_status hs = ra_gdn_head(mine[k], in, h / s->Hv, h % s->Hv, &outs[k], NULL, grads,
-                                           msg, sizeof msg);
-                if (hs != RA_OK) {
-                    ra_first_error_record(&first, task, hs, msg);
-                }
-                ra_progress_add(prog, 1);
-            }
-            mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
-        }
-        if (ra_first_error_report(&first) != RA_OK)
-            st = first.st;
-    }
-    for (int i = 0; i < nt * nprec; i++)
-        ra_gdn_ws_free(ws[i]);
-    free(ws);
+    const ra_pool pool = {.ntasks = in->s.B * in->s.Hv * nprec,
+                          .threads = threads,
+                          .prog = prog,
+                          .ctx = &m,
+                          .ws_new = multi_ws_new,
+                          .ws_free = multi_ws_free,
+                          .task = multi_task};
+    if (st == RA_OK)
+        st = ra_pool_run(&pool);
     for (int k = 0; k < nprec && st == RA_OK && grads; k++)
         st = group_finish(&outs[k], in, threads);
     if (st != RA_OK)
@@ -296,7 +336,6 @@ ra_status ra_gdn_run_multi(ra_gdn_out *outs, const mpfr_prec_t *precs, int nprec
             ra_gdn_out_clear(&outs[k]);
     return st;
 }
-
 ra_status ra_gdn_run(ra_gdn_out *out, const ra_gdn_in *in, mpfr_prec_t prec, int grads, int threads,
                      ra_progress *prog)
 {

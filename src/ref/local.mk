@@ -1,7 +1,7 @@
 # MPFR references: the gated delta rule, certification (Ziv), cache.
 librecaudit_a_SOURCES += src/ref/ref.h src/ref/refop.h src/ref/mparr.c src/ref/mparr.h \
 	src/ref/gdn.c src/ref/gdn.h src/ref/gdn_run.c src/ref/gdn_ref.c \
-	src/ref/certify.c src/ref/cache.c src/ref/first_error.c src/ref/first_error.h
+	src/ref/certify.c src/ref/cache.c src/ref/pool.c src/ref/pool.h
 
 check_PROGRAMS += tests/t-ref-gdn
 TESTS += tests/t-ref-gdn
@@ -23,3 +23,9 @@ tests_t_ref_cache_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 TESTS += tests/ref-cli.sh
 EXTRA_DIST += tests/ref-cli.sh
+
+check_PROGRAMS += tests/t-pool
+TESTS += tests/t-pool
+tests_t_pool_SOURCES = tests/t-pool.c
+tests_t_pool_CFLAGS = $(TEST_CFLAGS)
+tests_t_pool_LDADD = tests/libtestutil.la $(TEST_LIBS)

@@ -1,0 +1,107 @@
+/* The task pool: an OpenMP loop over independent tasks, with workspaces and one error report. */
+#include "ref/pool.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <mpfr.h>
+#include <omp.h>
+
+#include "ref/mparr.h"
+
+/*
+ * Dynamic schedule: tasks of one loop may differ in cost (heads at two
+ * precisions, q elements that feed a whole group of heads next to v
+ * elements that feed one), so threads take the next task when free.
+ *
+ * First error: `at` holds the lowest failing index recorded so far
+ * (INT64_MAX while none).  A worker skips task t only when t > at; any
+ * task below the failure still runs and may lower `at`.  When the loop
+ * ends, every task below the final `at` has run and succeeded, so `at` is
+ * the lowest failing index of the whole loop, independent of which thread
+ * ran what and when.  The message of that task is kept under a critical
+ * section (the slow path, taken only on failure); the fast path is one
+ * relaxed atomic load per task.
+ */
+
+int ra_pool_threads(int threads)
+{
+    int nt = threads > 0 ? threads : omp_get_max_threads();
+    if (!mpfr_buildopt_tls_p() || nt < 1)
+        nt = 1;
+    return nt;
+}
+
+typedef struct first_error {
+    _Atomic int64_t at;
+    ra_status st;
+    char msg[RA_POOL_MSG];
+} first_error;
+
+static void record(first_error *e, int64_t at, ra_status st, const char *msg)
+{
+#pragma omp critical(ra_pool_first_error)
+    if (at < atomic_load(&e->at)) {
+        e->st = st;
+        snprintf(e->msg, sizeof e->msg, "%s", msg);
+        atomic_store(&e->at, at);
+    }
+}
+
+ra_status ra_pool_run(const ra_pool *p)
+{
+    if (p->ntasks <= 0)
+        return RA_OK;
+    int nt = ra_pool_threads(p->threads);
+    if (nt > p->ntasks)
+        nt = (int)p->ntasks;
+    const int64_t chunk = p->chunk > 0 ? p->chunk : 1;
+    void **ws = calloc((size_t)nt, sizeof *ws);
+    if (!ws)
+        RA_ERROR("out of memory", RA_ENOMEM);
+    ra_status st = RA_OK;
+    int made = 0;
+    while (p->ws_new && made < nt && st == RA_OK) {
+        st = p->ws_new(&ws[made], p->ctx, made);
+        if (st == RA_OK)
+            made++;
+    }
+    first_error fe;
+    atomic_init(&fe.at, INT64_MAX);
+    fe.st = RA_OK;
+    fe.msg[0] = '\0';
+    if (st == RA_OK) {
+#pragma omp parallel num_threads(nt)
+        {
+            void *w = ws[omp_get_thread_num()];
+            ra_mp_range range;
+            if (p->widen_range)
+                ra_mp_range_widen(&range);
+            char msg[RA_POOL_MSG];
+#pragma omp for schedule(dynamic, chunk)
+            for (int64_t t = 0; t < p->ntasks; t++) {
+                if (t > atomic_load_explicit(&fe.at, memory_order_relaxed))
+                    continue;
+                msg[0] = '\0';
+                ra_status ts = p->task(w, p->ctx, t, msg, sizeof msg);
+                if (ts != RA_OK)
+                    record(&fe, t, ts, msg[0] ? msg : "a task failed without a reason");
+                ra_progress_add(p->prog, 1);
+            }
+            if (p->widen_range)
+                ra_mp_range_restore(&range);
+            /* the worker's MPFR caches (constants at the loop's precision)
+               would stay allocated in the idle OpenMP thread */
+            mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+        }
+        if (fe.st != RA_OK) {
+            RA_REPORTF(fe.st, "%s", fe.msg);
+            st = fe.st;
+        }
+    }
+    for (int i = 0; p->ws_free && i < made; i++)
+        p->ws_free(ws[i], p->ctx);
+    free(ws);
+    return st;
+}
