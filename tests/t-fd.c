@@ -407,11 +407,9 @@ static ra_gc_opts gopts(ra_gc_mode mode)
 
 static const ra_gc_row *row(const ra_gc_result *r, const char *name)
 {
-    for (size_t i = 0; i < r->n; i++)
-        if (strcmp(r->rows[i].tensor, name) == 0)
-            return &r->rows[i];
-    ck_abort_msg("no row %s", name);
-    return NULL;
+    const ra_gc_row *w = ra_gc_row_find(r, name);
+    ck_assert_msg(w != NULL, "no row %s", name);
+    return w;
 }
 
 /* |got - want| <= 1e-12 max(|want|, 1e-300): double closed forms. */

@@ -50,6 +50,14 @@ ra_status ra_gc_mode_parse(ra_gc_mode *out, const char *s)
     RA_ERRORF(RA_EINVAL, "gradcheck mode '%s': elementwise, directional or dot", s ? s : "");
 }
 
+const ra_gc_row *ra_gc_row_find(const ra_gc_result *r, const char *name)
+{
+    for (size_t i = 0; name && i < r->n; i++)
+        if (strcmp(r->rows[i].tensor, name) == 0)
+            return &r->rows[i];
+    return NULL;
+}
+
 double ra_gc_min_digits(const ra_gc_result *r)
 {
     double m = RA_GC_MAX_DIGITS;

@@ -152,5 +152,7 @@ ra_status ra_gradcheck(ra_gc_result *r, const ra_gc_op *op, const ra_case *c, co
 
 /* The smallest digits over the rows (RA_GC_MAX_DIGITS when there are none). */
 double ra_gc_min_digits(const ra_gc_result *r);
+/* The row of tensor name (an input's name, or "all"), or NULL. */
+const ra_gc_row *ra_gc_row_find(const ra_gc_result *r, const char *name);
 
 #endif
