@@ -5,10 +5,12 @@
 
 # list: the variant registry and the suites.
 expect_status 0 list variants
-test "$(grep -c '^gdn\.cpu\.' out)" -eq 11 || fail "list variants: expected the 11 CPU variants"
-expect_grep out '^gdn.cpu.chunk128.bf16.schur  *gdn  *cpu  *fwd,bwd,h0,gqa,l2norm,tail,unit-keys  *chunked C=128' "a variant row"
+for v in f64 f32 chunk64.ieee chunk64.tf32 chunk64.bf16 chunk64.ieee.neumann chunk128.bf16.schur; do
+    expect_grep out "^gdn\.cpu\.$v " "list variants: gdn.cpu.$v"
+done
+expect_grep out '^gdn.cpu.chunk128.bf16.schur  *gdn  *cpu  *bf16  *fwd,bwd,h0,gqa,l2norm,tail,unit-keys  *chunked C=128' "a variant row"
 expect_status 0 list --format csv variants 'gdn.cpu.f*'
-expect_grep out '^name,op,device,caps,doc,from$' "csv header"
+expect_grep out '^name,op,device,class,caps,doc,from$' "csv header"
 test "$(wc -l <out)" -eq 3 || fail "list variants 'gdn.cpu.f*': expected 2 rows"
 expect_status 0 list suites
 expect_grep out '^quick  *10  *quick: ' "quick suite listed"
@@ -85,7 +87,9 @@ expect_status 2 validate --suite nosuch &&
 # audit: every CPU variant on one case, one table, all gates pass.
 expect_status 0 audit --variant 'gdn.cpu.*' --shape $shape --seed 4 --h0 --json audit.json
 expect_grep out '^audit: gdn B=1,T=70,Hk=1,Hv=2,K=8,V=8 regime=default dtype=f32 seed=4 h0$' "audit header"
-test "$(grep -c '^gdn\.cpu\.' out)" -eq 88 || fail "audit: expected 11 variants x 8 tensors rows"
+# one table row per (variant, tensor): the 8 tensors of a case with h0
+nv=$("$RECAUDIT" list --format csv variants 'gdn.cpu.*' | tail -n +2 | wc -l)
+test "$(grep -c '^gdn\.cpu\.' out)" -eq $((8 * nv)) || fail "audit: expected $nv variants x 8 tensors rows"
 expect_grep out '^[1-9][0-9]* passed, 0 failed, 0 skipped$' "audit summary"
 expect_grep audit.json '"command": "audit"' "audit JSON"
 

@@ -34,10 +34,10 @@ ra_status ra_plugin_register(ra_registry *r)
 {
 #ifdef BAD_ROW
     static const ra_variant ok = {
-        "gdn.bad.ok", "gdn", "a valid row added before the bad one", RA_CPU, RA_FWD, NULL, fwd,
+        "gdn.bad.ok", "gdn", "a valid row added before the bad one", RA_CPU, "f64", RA_FWD, NULL, fwd,
         NULL};
     static const ra_variant bad = {
-        "gdn.bad name", "gdn", "a name with a space", RA_CPU, RA_FWD, NULL, fwd, NULL};
+        "gdn.bad name", "gdn", "a name with a space", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL};
     ra_status st = ra_registry_add(r, &ok);
     return st != RA_OK ? st : ra_registry_add(r, &bad);
 #else

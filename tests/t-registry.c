@@ -103,7 +103,7 @@ START_TEST(special_add)
 {
     ra_registry *r;
     ck_assert_int_eq(ra_registry_new_empty(&r), RA_OK);
-    ra_variant v = {"gdn.test.one", "gdn", "one line", RA_CPU, RA_FWD | RA_BWD, NULL, fwd, bwd};
+    ra_variant v = {"gdn.test.one", "gdn", "one line", RA_CPU, "f64", RA_FWD | RA_BWD, NULL, fwd, bwd};
     ck_assert_int_eq(ra_registry_add(r, &v), RA_OK);
     ck_assert_uint_eq(ra_registry_count(r), 1);
 
@@ -111,7 +111,7 @@ START_TEST(special_add)
     v.caps = RA_FWD;
     ck_assert_uint_eq(ra_registry_find(r, "gdn.test.one")->caps, RA_FWD | RA_BWD);
 
-    ra_variant dup = {"gdn.test.one", "gdn", "again", RA_CPU, RA_FWD, NULL, fwd, NULL};
+    ra_variant dup = {"gdn.test.one", "gdn", "again", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL};
     ck_assert_int_eq(ra_registry_add(r, &dup), RA_EINVAL);
     tu_has(ra_last_error(), "already registered");
 
@@ -119,21 +119,24 @@ START_TEST(special_add)
         ra_variant v;
         const char *msg;
     } bad[] = {
-        {{"gdn test", "gdn", "d", RA_CPU, RA_FWD, NULL, fwd, NULL}, "variant name 'gdn test'"},
-        {{"", "gdn", "d", RA_CPU, RA_FWD, NULL, fwd, NULL}, "variant name ''"},
-        {{NULL, "gdn", "d", RA_CPU, RA_FWD, NULL, fwd, NULL}, "variant name '(null)'"},
-        {{"gdn.x;rm", "gdn", "d", RA_CPU, RA_FWD, NULL, fwd, NULL}, "gdn.x;rm"},
-        {{"gdn.x", "", "d", RA_CPU, RA_FWD, NULL, fwd, NULL}, "op ''"},
-        {{"gdn.x", "gdn", "two\nlines", RA_CPU, RA_FWD, NULL, fwd, NULL}, "one non-empty line"},
-        {{"gdn.x", "gdn", NULL, RA_CPU, RA_FWD, NULL, fwd, NULL}, "one non-empty line"},
-        {{"gdn.x", "gdn", "d", (ra_device)7, RA_FWD, NULL, fwd, NULL}, "device 7"},
-        {{"gdn.x", "gdn", "d", RA_CPU, RA_BWD, NULL, NULL, bwd}, "needs RA_FWD"},
-        {{"gdn.x", "gdn", "d", RA_CPU, RA_FWD, NULL, NULL, NULL}, "needs RA_FWD"},
-        {{"gdn.x", "gdn", "d", RA_CPU, RA_FWD | RA_BWD, NULL, fwd, NULL}, "RA_BWD and the backward"},
-        {{"gdn.x", "gdn", "d", RA_CPU, RA_FWD, NULL, fwd, bwd}, "RA_BWD and the backward"},
-        {{"gdn.x", "gdn", "d", RA_CPU, RA_FWD | (1u << 7), NULL, fwd, NULL},
+        {{"gdn test", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "variant name 'gdn test'"},
+        {{"", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "variant name ''"},
+        {{NULL, "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "variant name '(null)'"},
+        {{"gdn.x;rm", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "gdn.x;rm"},
+        {{"gdn.x", "", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "op ''"},
+        {{"gdn.x", "gdn", "two\nlines", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "one non-empty line"},
+        {{"gdn.x", "gdn", NULL, RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "one non-empty line"},
+        {{"gdn.x", "gdn", "d", (ra_device)7, "f64", RA_FWD, NULL, fwd, NULL}, "device 7"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_BWD, NULL, NULL, bwd}, "needs RA_FWD"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, NULL, NULL}, "needs RA_FWD"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD | RA_BWD, NULL, fwd, NULL}, "RA_BWD and the backward"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, bwd}, "RA_BWD and the backward"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD | (1u << 7), NULL, fwd, NULL},
          "capability bits 0x80 are not defined for op gdn"},
-        {{"gdn.x", "nope", "d", RA_CPU, RA_FWD, NULL, fwd, NULL}, "op 'nope' is not an operation"},
+        {{"gdn.x", "nope", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "op 'nope' is not an operation"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "fp32", RA_FWD, NULL, fwd, NULL},
+         "precision class 'fp32' is not one of"},
+        {{"gdn.x", "gdn", "d", RA_CPU, NULL, RA_FWD, NULL, fwd, NULL}, "precision class '(null)'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ck_assert_int_eq(ra_registry_add(r, &bad[i].v), RA_EINVAL);
@@ -143,7 +146,7 @@ START_TEST(special_add)
     char name[82];
     memset(name, 'a', 81);
     name[81] = '\0';
-    ra_variant longv = {name, "gdn", "d", RA_CPU, RA_FWD, NULL, fwd, NULL};
+    ra_variant longv = {name, "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL};
     ck_assert_int_eq(ra_registry_add(r, &longv), RA_EINVAL);
     name[80] = '\0';
     ck_assert_int_eq(ra_registry_add(r, &longv), RA_OK);
@@ -167,8 +170,8 @@ START_TEST(special_caps_and_table)
 
     ra_registry *r;
     ck_assert_int_eq(ra_registry_new_empty(&r), RA_OK);
-    ra_variant a = {"gdn.t.a", "gdn", "doc a", RA_CPU, RA_FWD | RA_GDN_CAP_H0, NULL, fwd, NULL};
-    ra_variant b = {"gdn.t.b", "gdn", "doc b", RA_CUDA, RA_FWD | RA_BWD, NULL, fwd, bwd};
+    ra_variant a = {"gdn.t.a", "gdn", "doc a", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_H0, NULL, fwd, NULL};
+    ra_variant b = {"gdn.t.b", "gdn", "doc b", RA_CUDA, "f64", RA_FWD | RA_BWD, NULL, fwd, bwd};
     ck_assert_int_eq(ra_registry_add(r, &a), RA_OK);
     ck_assert_int_eq(ra_registry_add(r, &b), RA_OK);
     ra_table *t;
@@ -177,13 +180,14 @@ START_TEST(special_caps_and_table)
     ck_assert_str_eq(ra_table_cell(t, 0, 0), "gdn.t.b");
     ck_assert_str_eq(ra_table_cell(t, 0, 1), "gdn");
     ck_assert_str_eq(ra_table_cell(t, 0, 2), "cuda");
-    ck_assert_str_eq(ra_table_cell(t, 0, 3), "fwd,bwd");
-    ck_assert_str_eq(ra_table_cell(t, 0, 4), "doc b");
-    ck_assert_str_eq(ra_table_cell(t, 0, 5), "built-in");
+    ck_assert_str_eq(ra_table_cell(t, 0, 3), "f64");
+    ck_assert_str_eq(ra_table_cell(t, 0, 4), "fwd,bwd");
+    ck_assert_str_eq(ra_table_cell(t, 0, 5), "doc b");
+    ck_assert_str_eq(ra_table_cell(t, 0, 6), "built-in");
     ra_table_free(t);
     ck_assert_int_eq(ra_registry_table(&t, r, NULL), RA_OK);
     ck_assert_uint_eq(ra_table_rows(t), 2);
-    ck_assert_str_eq(ra_table_cell(t, 0, 3), "fwd,h0");
+    ck_assert_str_eq(ra_table_cell(t, 0, 4), "fwd,h0");
     ra_table_free(t);
     ra_registry_free(r);
 }

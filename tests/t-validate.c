@@ -233,10 +233,10 @@ static ra_case tiny_case(int h0, int hv, int T, int l2norm)
 
 START_TEST(special_supports)
 {
-    ra_variant all = {"gdn.t.all", "gdn", "d",      RA_CPU, RA_FWD | RA_BWD | RA_GDN_CAPS_ALL,
+    ra_variant all = {"gdn.t.all", "gdn", "d",      RA_CPU, "f64", RA_FWD | RA_BWD | RA_GDN_CAPS_ALL,
                       NULL,        fwd_zero, bwd_clash};
-    ra_variant bare = {"gdn.t.bare", "gdn", "d", RA_CPU, RA_FWD, NULL, fwd_zero, NULL};
-    ra_variant other = {"glr.t", "glr", "d", RA_CPU, RA_FWD, NULL, fwd_zero, NULL};
+    ra_variant bare = {"gdn.t.bare", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd_zero, NULL};
+    ra_variant other = {"glr.t", "glr", "d", RA_CPU, "f64", RA_FWD, NULL, fwd_zero, NULL};
     char why[256];
     ra_case c = tiny_case(1, 2, 100, 1);
     ck_assert(ra_variant_supports(&all, &c, 1, why, sizeof why));
@@ -416,13 +416,13 @@ END_TEST
 static ra_registry *test_registry(void)
 {
     static const ra_variant vs[] = {
-        {"gdn.t.unsup", "gdn", "refuses", RA_CPU, RA_FWD | RA_BWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL,
+        {"gdn.t.unsup", "gdn", "refuses", RA_CPU, "f64", RA_FWD | RA_BWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL,
          NULL, fwd_unsupported, bwd_clash},
-        {"gdn.t.err", "gdn", "fails", RA_CPU, RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
+        {"gdn.t.err", "gdn", "fails", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
          fwd_error, NULL},
-        {"gdn.t.zero", "gdn", "zeros", RA_CPU, RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
+        {"gdn.t.zero", "gdn", "zeros", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
          fwd_zero, NULL},
-        {"gdn.t.noh0", "gdn", "no h0", RA_CPU, RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
+        {"gdn.t.noh0", "gdn", "no h0", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
          fwd_zero, NULL},
     };
     ra_registry *r;

@@ -268,6 +268,7 @@ ra_status ra_plugin_register(ra_registry *r)
         .op = "gdn",
         .doc = "example plugin: sequential recurrence and reverse-time adjoint in double",
         .device = RA_CPU,
+        .pclass = "f64",
         .caps = RA_FWD | RA_BWD | RA_GDN_CAP_H0 | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL,
         .forward = forward,
         .backward = backward,

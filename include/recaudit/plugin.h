@@ -34,12 +34,17 @@
  * Names: op.algorithm.precision[.inverse], e.g. gdn.chunk64.tf32.neumann.
  * The gates (data/gates.tsv) select their thresholds by glob over this
  * name, so the precision part of a name decides which thresholds apply:
- * name a variant for the arithmetic it really does.
+ * name a variant for the arithmetic it really does.  The row also declares
+ * that arithmetic as its precision class (pclass), one of RA_PCLASSES:
+ * "f64" and "f32" (sequential arithmetic in that type), "ieee" (chunked,
+ * fp32 products), "tf32", "tf32x3", "bf16" (chunked, matmul operands in
+ * that format, fp32 accumulation); `recaudit list variants` shows it.
  *
  * ABI history: 1 — first version.  2 — the unit-keys requirement bit.
  * 3 — rows carry a data pointer and the functions receive their row;
- * capability bits beyond RA_FWD/RA_BWD are defined per operation
- * (recaudit/gdn.h for gdn); ra_run lost its test-only faults field.
+ * rows declare their precision class; capability bits beyond
+ * RA_FWD/RA_BWD are defined per operation (recaudit/gdn.h for gdn);
+ * ra_run lost its test-only faults field.
  */
 
 #include "recaudit/types.h"
@@ -49,6 +54,9 @@ extern "C" {
 #endif
 
 #define RA_PLUGIN_ABI_VERSION 3
+
+/* The precision classes a variant may declare (ra_variant.pclass). */
+#define RA_PCLASSES "f64", "f32", "ieee", "tf32", "tf32x3", "bf16"
 
 typedef enum ra_device { RA_CPU = 0, RA_CUDA = 1 } ra_device;
 
@@ -81,7 +89,8 @@ struct ra_variant {
     const char *op;   /* "gdn" */
     const char *doc;  /* one line: what it computes and how */
     ra_device device;
-    unsigned caps;    /* RA_FWD, RA_BWD and the operation's RA_CAP_OP bits */
+    const char *pclass; /* declared arithmetic, one of RA_PCLASSES: "tf32" */
+    unsigned caps;      /* RA_FWD, RA_BWD and the operation's RA_CAP_OP bits */
     const void *data; /* the implementation's configuration for this row */
     ra_variant_fn *forward;
     ra_variant_fn *backward; /* NULL without RA_BWD */
@@ -91,8 +100,8 @@ typedef struct ra_registry ra_registry;
 
 /* Adds a variant (the struct is copied; its strings, data and functions
    must stay valid while the registry lives).  Refused: a duplicate name,
-   an operation this recaudit does not know, capability bits the operation
-   does not define. */
+   an operation this recaudit does not know, a precision class not in
+   RA_PCLASSES, capability bits the operation does not define. */
 ra_status ra_registry_add(ra_registry *r, const ra_variant *v);
 
 /* Entry point a plugin exports. */

@@ -147,6 +147,15 @@ static int name_ok(const char *s)
     return 1;
 }
 
+static int pclass_ok(const char *pclass)
+{
+    static const char *const known[] = {RA_PCLASSES};
+    for (size_t i = 0; pclass && i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(known[i], pclass) == 0)
+            return 1;
+    return 0;
+}
+
 ra_status ra_registry_add(ra_registry *r, const ra_variant *v)
 {
     /* While a plugin registers, the loader prefixes the plugin's path. */
@@ -164,6 +173,11 @@ ra_status ra_registry_add(ra_registry *r, const ra_variant *v)
                   from, v->name, v->op ? v->op : "(null)");
     if (!v->doc || !*v->doc || strchr(v->doc, '\n') || strchr(v->doc, '\t'))
         RA_ERRORF(RA_EINVAL, "%svariant '%s': doc must be one non-empty line", from, v->name);
+    if (!pclass_ok(v->pclass))
+        RA_ERRORF(RA_EINVAL,
+                  "%svariant '%s': precision class '%s' is not one of f64, f32, ieee, tf32, "
+                  "tf32x3, bf16 (recaudit/plugin.h)",
+                  from, v->name, v->pclass ? v->pclass : "(null)");
     if (v->device != RA_CPU && v->device != RA_CUDA)
         RA_ERRORF(RA_EINVAL, "%svariant '%s': device %d is neither RA_CPU nor RA_CUDA", from,
                   v->name, (int)v->device);
@@ -308,16 +322,22 @@ fail:
 
 ra_status ra_registry_table(ra_table **out, const ra_registry *r, const char *pattern)
 {
-    static const char *const headers[] = {"name", "op", "device", "caps", "doc", "from"};
-    RA_TRY(ra_table_new(out, 6, headers));
+    static const char *const headers[] = {"name", "op",  "device", "class",
+                                          "caps", "doc", "from"};
+    RA_TRY(ra_table_new(out, 7, headers));
     for (size_t i = 0; i < r->n; i++) {
         const ra_variant *v = &r->rows[i];
         if (pattern && !ra_glob_match(pattern, v->name))
             continue;
         char caps[64];
         ra_op_caps_format(caps, sizeof caps, ra_op_find(v->op), v->caps);
-        const char *cells[] = {v->name, v->op,  v->device == RA_CUDA ? "cuda" : "cpu",
-                               caps,    v->doc, r->origin[i] ? r->origin[i] : "built-in"};
+        const char *cells[] = {v->name,
+                               v->op,
+                               v->device == RA_CUDA ? "cuda" : "cpu",
+                               v->pclass,
+                               caps,
+                               v->doc,
+                               r->origin[i] ? r->origin[i] : "built-in"};
         ra_status st = ra_table_add_row(*out, cells);
         if (st != RA_OK) {
             ra_table_free(*out);

@@ -42,7 +42,7 @@ const char *ra_registry_origin_of(const ra_registry *r, const ra_variant *v);
 /* Number of variants whose name matches the glob. */
 size_t ra_registry_count_matching(const ra_registry *r, const char *pattern);
 
-/* `recaudit list variants`: columns name, op, device, caps, doc, from
+/* `recaudit list variants`: columns name, op, device, class, caps, doc, from
    (built-in or the plugin path); pattern NULL lists every row. */
 struct ra_table;
 ra_status ra_registry_table(struct ra_table **out, const ra_registry *r, const char *pattern);

@@ -54,40 +54,40 @@ ra_status ra_cpu_gdn_backward_row(const ra_variant *self, const ra_case *c, ra_t
     (&(const ra_cpu_gdn_cfg){RA_CPU_CHUNK, 0, c, rnd, inv, act, RA_F32, 0})
 
 #define CAPS (RA_FWD | RA_BWD | RA_GDN_CAPS_ALL)
-#define ROW(name, cfg, doc)                                                                        \
-    {name, "gdn", doc, RA_CPU, CAPS, cfg, ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
+#define ROW(name, pclass, cfg, doc)                                                                \
+    {name, "gdn", doc, RA_CPU, pclass, CAPS, cfg, ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
 /* NKI's algorithms are defined for L2-normalised keys only (gdn_cte docs). */
-#define ROW_NKI(name, cfg, doc)                                                                    \
-    {name,          "gdn",  doc, RA_CPU, CAPS | RA_GDN_NEEDS_UNIT_KEYS, cfg, ra_cpu_gdn_forward_row, \
-     ra_cpu_gdn_backward_row}
+#define ROW_NKI(name, pclass, cfg, doc)                                                            \
+    {name,                   "gdn",                  doc, RA_CPU, pclass, CAPS | RA_GDN_NEEDS_UNIT_KEYS, \
+     cfg,                    ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
 
 const ra_variant ra_cpu_gdn_variants[] = {
-    ROW("gdn.cpu.f64", SEQ(1, RA_F64),
+    ROW("gdn.cpu.f64", "f64", SEQ(1, RA_F64),
         "sequential recurrence and adjoint in double, fma accumulation"),
-    ROW("gdn.cpu.f32", SEQ(0, RA_F32),
+    ROW("gdn.cpu.f32", "f32", SEQ(0, RA_F32),
         "sequential recurrence and adjoint in fp32 (fmaf, expf): the usual naive reference"),
-    ROW("gdn.cpu.chunk64.ieee", CHUNK(64, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, RA_F32),
+    ROW("gdn.cpu.chunk64.ieee", "ieee", CHUNK(64, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, RA_F32),
         "chunked C=64, fp32 IEEE matmuls, T by forward substitution"),
-    ROW("gdn.cpu.chunk64.tf32", CHUNK(64, RA_CPU_ROUND_TF32, RA_CPU_INV_FWDSUBST, RA_F32),
+    ROW("gdn.cpu.chunk64.tf32", "tf32", CHUNK(64, RA_CPU_ROUND_TF32, RA_CPU_INV_FWDSUBST, RA_F32),
         "chunked C=64, matmul operands rounded to TF32 (rna), T by forward substitution"),
-    ROW("gdn.cpu.chunk64.bf16", CHUNK(64, RA_CPU_ROUND_BF16, RA_CPU_INV_FWDSUBST, RA_BF16),
+    ROW("gdn.cpu.chunk64.bf16", "bf16", CHUNK(64, RA_CPU_ROUND_BF16, RA_CPU_INV_FWDSUBST, RA_BF16),
         "chunked C=64, bf16 matmul operands, T/W/U/chunk states stored bf16 (fla), fwdsubst"),
-    ROW_NKI("gdn.cpu.chunk64.ieee.neumann",
+    ROW_NKI("gdn.cpu.chunk64.ieee.neumann", "ieee",
             CHUNK(64, RA_CPU_ROUND_IEEE, RA_CPU_INV_NEUMANN, RA_F32),
             "chunked C=64, fp32 IEEE matmuls, T by 16x16 Neumann blocks (NKI)"),
-    ROW_NKI("gdn.cpu.chunk64.tf32.neumann",
+    ROW_NKI("gdn.cpu.chunk64.tf32.neumann", "tf32",
             CHUNK(64, RA_CPU_ROUND_TF32, RA_CPU_INV_NEUMANN, RA_F32),
             "chunked C=64, TF32 matmul operands, T by 16x16 Neumann blocks (NKI)"),
-    ROW_NKI("gdn.cpu.chunk64.bf16.neumann",
+    ROW_NKI("gdn.cpu.chunk64.bf16.neumann", "bf16",
             CHUNK(64, RA_CPU_ROUND_BF16, RA_CPU_INV_NEUMANN, RA_BF16),
             "chunked C=64, bf16 operands and intermediates, T by 16x16 Neumann blocks (NKI)"),
-    ROW_NKI("gdn.cpu.chunk128.ieee.schur",
+    ROW_NKI("gdn.cpu.chunk128.ieee.schur", "ieee",
             CHUNK(128, RA_CPU_ROUND_IEEE, RA_CPU_INV_SCHUR, RA_F32),
             "chunked C=128, fp32 IEEE matmuls, T by recursive 2x2 block merge (NKI schur)"),
-    ROW_NKI("gdn.cpu.chunk128.tf32.schur",
+    ROW_NKI("gdn.cpu.chunk128.tf32.schur", "tf32",
             CHUNK(128, RA_CPU_ROUND_TF32, RA_CPU_INV_SCHUR, RA_F32),
             "chunked C=128, TF32 matmul operands, T by recursive 2x2 block merge (NKI schur)"),
-    ROW_NKI("gdn.cpu.chunk128.bf16.schur",
+    ROW_NKI("gdn.cpu.chunk128.bf16.schur", "bf16",
             CHUNK(128, RA_CPU_ROUND_BF16, RA_CPU_INV_SCHUR, RA_BF16),
             "chunked C=128, bf16 operands and intermediates, T by recursive block merge"),
 };
