@@ -5,7 +5,7 @@
 
 # list: the variant registry and the suites.
 expect_status 0 list variants
-test "$(grep -c '^gdn\.cpu\.' out)" -eq 11 || fail "list variants: expected the 11 CPU variants"
+test "$(grep -c '^gdn\.cpu\.' out)" -eq 12 || fail "list variants: expected the 12 CPU variants"
 expect_grep out '^gdn.cpu.chunk128.bf16.schur  *gdn  *cpu  *fwd,bwd,h0,gqa,l2norm,tail,unit-keys  *chunked C=128' "a variant row"
 expect_status 0 list --format csv variants 'gdn.cpu.f*'
 expect_grep out '^name,op,device,caps,doc,from$' "csv header"
@@ -83,7 +83,7 @@ expect_status 2 validate --suite nosuch &&
 # audit: every CPU variant on one case, one table, all gates pass.
 expect_status 0 audit --variant 'gdn.cpu.*' --shape $shape --seed 4 --h0 --json audit.json
 expect_grep out '^audit: gdn B=1,T=70,Hk=1,Hv=2,K=8,V=8 regime=default dtype=f32 seed=4 h0$' "audit header"
-test "$(grep -c '^gdn\.cpu\.' out)" -eq 88 || fail "audit: expected 11 variants x 8 tensors rows"
+test "$(grep -c '^gdn\.cpu\.' out)" -eq 96 || fail "audit: expected 12 variants x 8 tensors rows"
 expect_grep out '^[1-9][0-9]* passed, 0 failed, 0 skipped$' "audit summary"
 expect_grep audit.json '"command": "audit"' "audit JSON"
 

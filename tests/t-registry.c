@@ -39,8 +39,8 @@ START_TEST(special_builtin)
     const char *const *names = tu_cpu_variants;
     ra_registry *r;
     ck_assert_int_eq(ra_registry_new(&r), RA_OK);
-    ck_assert_uint_eq(ra_registry_count(r), 11);
-    for (size_t i = 0; i < 11; i++) {
+    ck_assert_uint_eq(ra_registry_count(r), 12);
+    for (size_t i = 0; i < 12; i++) {
         const ra_variant *v = ra_registry_find(r, names[i]);
         ck_assert_msg(v != NULL, "missing %s", names[i]);
         ck_assert_str_eq(v->op, "gdn");
@@ -54,10 +54,10 @@ START_TEST(special_builtin)
     /* Registration order: ra_registry_at walks the same rows. */
     for (size_t i = 0; i < ra_registry_count(r); i++)
         ck_assert_ptr_eq(ra_registry_find(r, ra_registry_at(r, i)->name), ra_registry_at(r, i));
-    ck_assert_ptr_null(ra_registry_at(r, 11));
+    ck_assert_ptr_null(ra_registry_at(r, 12));
     ck_assert_ptr_null(ra_registry_find(r, "gdn.cpu"));
-    /* 'gdn.cpu.chunk64.*' : 3 precisions x (fwdsubst, neumann). */
-    ck_assert_uint_eq(ra_registry_count_matching(r, "gdn.cpu.chunk64.*"), 6);
+    /* 'gdn.cpu.chunk64.*' : 3 precisions x (fwdsubst, neumann), and tf32x3. */
+    ck_assert_uint_eq(ra_registry_count_matching(r, "gdn.cpu.chunk64.*"), 7);
     ck_assert_uint_eq(ra_registry_count_matching(r, "*.schur"), 3);
     ck_assert_uint_eq(ra_registry_count_matching(r, "gdn.cpu.f[0-9][0-9]"), 2);
     ck_assert_uint_eq(ra_registry_count_matching(r, "gdn.cuda.*"), 0);

@@ -57,6 +57,7 @@ static const ra_cpu_gdn_cfg cfgs[] = {
     CHUNK(128, RA_CPU_ROUND_IEEE, RA_CPU_INV_SCHUR, RA_F32),
     CHUNK(128, RA_CPU_ROUND_TF32, RA_CPU_INV_SCHUR, RA_F32),
     CHUNK(128, RA_CPU_ROUND_BF16, RA_CPU_INV_SCHUR, RA_BF16),
+    CHUNK(64, RA_CPU_ROUND_TF32X3, RA_CPU_INV_FWDSUBST, RA_F32),
 };
 
 #define WRAP(i)                                                                                    \
@@ -79,6 +80,7 @@ WRAP(7)
 WRAP(8)
 WRAP(9)
 WRAP(10)
+WRAP(11)
 
 #define CAPS (RA_FWD | RA_BWD | RA_H0 | RA_GQA | RA_L2NORM | RA_TAIL)
 #define ROW(i, name, doc)                                                                          \
@@ -112,6 +114,8 @@ const ra_variant ra_cpu_gdn_variants[] = {
             "chunked C=128, TF32 matmul operands, T by recursive 2x2 block merge (NKI schur)"),
     ROW_NKI(10, "gdn.cpu.chunk128.bf16.schur",
             "chunked C=128, bf16 operands and intermediates, T by recursive block merge"),
+    ROW(11, "gdn.cpu.chunk64.tf32x3",
+        "chunked C=64, 3xTF32 matmuls (big*big + big*small + small*big), fwdsubst"),
 };
 
 const size_t ra_cpu_gdn_nvariants = sizeof ra_cpu_gdn_variants / sizeof ra_cpu_gdn_variants[0];
