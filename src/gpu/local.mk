@@ -21,3 +21,17 @@ librecaudit_a_SOURCES += src/gpu/device_none.c
 endif
 EXTRA_DIST += src/gpu/device.cu src/gpu/rounding_probe.cu src/gpu/device_none.c \
 	tests/t-gpu-rounding.c
+
+# Chunked gdn kernels (ra_gpu_gdn_chunk_launch): entry point, forward and
+# backward kernels, their device headers.
+gpu_chunk_headers = src/gpu/gdn_cuda.h src/gpu/gdn_cuda_cxx.h src/gpu/gdn_chunk_kernels.h \
+	src/gpu/gdn_chunk.cuh src/gpu/gdn_chunk_inverse.cuh src/gpu/blk_mm.cuh src/gpu/mma.cuh \
+	src/core/case.h src/core/gdn_case.h src/core/tensor.h src/cpu/gdn_variants.h
+gpu_chunk_sources = src/gpu/gdn_chunk.cu src/gpu/gdn_chunk_fwd.cu src/gpu/gdn_chunk_bwd.cu
+librecaudit_a_SOURCES += $(gpu_chunk_headers)
+src/gpu/gdn_chunk.$(OBJEXT) src/gpu/gdn_chunk_fwd.$(OBJEXT) src/gpu/gdn_chunk_bwd.$(OBJEXT): \
+	$(gpu_chunk_headers) $(gpu_headers)
+if HAVE_CUDA
+librecaudit_a_SOURCES += $(gpu_chunk_sources)
+endif
+EXTRA_DIST += $(gpu_chunk_sources)
