@@ -11,7 +11,8 @@
  *   3xtf32    big = tf32(x), small = tf32(x - big) (x - big is exact in
  *             fp32), the product a*b as small_a*big_b + big_a*small_b +
  *             big_a*big_b: three accumulating mmas per k-step, small terms
- *             first, so the error is close to an fp32 FFMA product;
+ *             first, so the error is close to an fp32 FFMA product (how the
+ *             k-steps are summed: blk_mm.cuh);
  *   bf16      cvt.rn.bf16x2.f32 (nearest even, ra_round_bf16_f).
  *
  * Fragments follow the PTX ISA layouts of mma.sync.aligned.m16n8k8 (tf32)
