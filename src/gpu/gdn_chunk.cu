@@ -3,9 +3,9 @@
 /*
  * The host driver (gdn_cuda.cu) has validated the case and uploaded it; this
  * entry point checks what only the chunked kernels require (chunk 64 or
- * 128; neumann on a multiple of 16; schur on a power of two: the
- * bottom-up merge of gdn_chunk_inverse.cuh; K, V and the head count in the
- * kernels' int ranges), allocates one workspace slice per (b, hv) head
+ * 128, which also meets the inverses' needs: a multiple of 16 for neumann,
+ * a power of two for the bottom-up schur merge of gdn_chunk_inverse.cuh;
+ * K, V and the head count in the kernels' int ranges), allocates one workspace slice per (b, hv) head
  * (ra_gpu::ws_head_len floats; the backward adds the chunk-start states,
  * T/C * K * V per head), runs the forward or the backward kernel,
  * synchronises and frees.  Failures come back as a status and a reason in
@@ -41,12 +41,6 @@ static ra_status check_cfg(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, 
     if (cfg->inverse < RA_CPU_INV_FWDSUBST || cfg->inverse > RA_CPU_INV_SCHUR)
         return fail(msg, msglen, RA_EINVAL, "cuda gdn chunk: unknown inverse %d",
                     (int)cfg->inverse);
-    if (cfg->inverse == RA_CPU_INV_NEUMANN && cfg->chunk % 16 != 0)
-        return fail(msg, msglen, RA_EINVAL,
-                    "cuda gdn chunk: neumann needs a chunk multiple of 16, not %d", cfg->chunk);
-    if (cfg->inverse == RA_CPU_INV_SCHUR && (cfg->chunk & (cfg->chunk - 1)) != 0)
-        return fail(msg, msglen, RA_EINVAL,
-                    "cuda gdn chunk: schur needs a power-of-two chunk, not %d", cfg->chunk);
     /* Element indices inside one head are int: C*K, C*V and K*V must fit. */
     if (a->s.K > 4096 || a->s.V > 4096)
         return fail(msg, msglen, RA_EUNSUPPORTED,

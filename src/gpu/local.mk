@@ -40,5 +40,9 @@ src/gpu/gdn_chunk.$(OBJEXT) src/gpu/gdn_chunk_fwd.$(OBJEXT) src/gpu/gdn_chunk_bw
 	$(gpu_chunk_headers) $(gpu_gdn_headers)
 if HAVE_CUDA
 librecaudit_a_SOURCES += $(gpu_chunk_sources)
+check_PROGRAMS += tests/t-gpu-chunk
+TESTS += tests/t-gpu-chunk
+tests_t_gpu_chunk_CFLAGS = $(TEST_CFLAGS)
+tests_t_gpu_chunk_LDADD = tests/libtestutil.la $(TEST_LIBS)
 endif
-EXTRA_DIST += $(gpu_chunk_sources)
+EXTRA_DIST += $(gpu_chunk_sources) tests/t-gpu-chunk.c
