@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/case.h"
 #include "core/gdn_case.h"
@@ -417,15 +419,40 @@ START_TEST(regress_offsets_past_2_31)
 }
 END_TEST
 
+/* CUDA does not survive fork: the device is probed in a child process, so
+   that this one never initialises CUDA and every test Check forks starts
+   with a fresh runtime.  Exit status of the child: 0 with a device, 77
+   without. */
+static int probe_device(void)
+{
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        if (ra_gpu_count() == 0)
+            _exit(77);
+        char dev[512];
+        ra_gpu_describe(dev, sizeof dev);
+        printf("%s\n", dev);
+        fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        fprintf(stderr, "t-gpu-gdn: cannot probe the CUDA devices in a child process\n");
+        return 1;
+    }
+    return WEXITSTATUS(status);
+}
+
 int main(void)
 {
-    if (ra_gpu_count() == 0) {
+    const int probe = probe_device();
+    if (probe == 77) {
         printf("no CUDA device: skipped\n");
         return 77;
     }
-    char dev[512];
-    ra_gpu_describe(dev, sizeof dev);
-    printf("%s\n", dev);
+    if (probe != 0)
+        return 99; /* Automake's hard error */
     Suite *s = suite_create("gpu-gdn");
     tcase_set_timeout(tu_tcase(s, "special", tu_scratch_setup, tu_scratch_teardown,
                                special_refusals, special_deterministic),

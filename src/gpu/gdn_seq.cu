@@ -8,7 +8,9 @@
  * keys, queries, values and cotangents are zero, so every product they add
  * is an exact zero and the real rows and columns are unchanged.  Tokens
  * are staged in batches of NT into shared memory by cp.async, double
- * buffered: the next batch is in flight while the current one is computed.
+ * buffered: the next batch is in flight while the current one is computed;
+ * lanes read q and k rows four at a time (16-byte broadcasts).  A warp has
+ * only its own lanes to synchronise (__syncwarp), never a block barrier.
  *
  * Rounding points (those of gdn.cpu.f32, src/cpu/gdn_tmpl_seq.h): per token
  * a = exp(g) (computed in double and rounded once to fp32, i.e. correctly
@@ -28,14 +30,16 @@
  * checkpoint array; each segment, last first, is recomputed from its
  * checkpoint into a segment buffer (S_{t0} .. S_{t1}, the same step code as
  * the checkpoint pass, so bit-identical states; no step is ever inverted)
- * and walked backwards with lambda = dL/dS_t in registers.  Per token, the
- * column chains (u, du = lambda^T k, and <dS~, S~> over the column) run in
- * the CPU's order; the row dots over V (dq = scale S_t do, dk = lambda u -
- * S~ (beta du), dbeta = du . r, and the column sums of dg) cross lanes and
- * are summed by a fixed butterfly (a transpose-reduce for the K rows:
- * 31 shuffles per 32 rows), then over V-tiles in increasing tile order by a
- * second kernel: deterministic, and a tree instead of the CPU's linear fma
- * chain, so the error bound is no larger than the twin's.
+ * and walked backwards with lambda = dL/dS_t in registers (in shared
+ * memory when K is padded to 128, where registers would spill).  Per
+ * token, the column chains u and du = lambda^T k run in the CPU's order
+ * (so dv = beta du and dh0 are the twin's to the bit when the states are).
+ * The sums over V (dq = scale S_t do, dk = lambda u - S~ (beta du),
+ * dbeta = du . r, and dg = <dS~, S~> after a chain down each column) cross
+ * lanes and are summed by a fixed butterfly (a transpose-reduce for the K
+ * rows: 31 shuffles per 32 rows), then over V-tiles in increasing tile
+ * order by a second kernel: deterministic, and a tree instead of the CPU's
+ * linear fma chain, whose error bound is no larger than the twin's.
  *
  * Memory: backward scratch (nseg + seg + 1) K V floats per (b, hv), plus
  * V/32 partial copies of dq, dk, dg, dbeta when V > 32.  All offsets are
@@ -82,9 +86,10 @@ struct Stage {
     float *q, *k, *v, *d, *dec, *beta;
 };
 
+/* Every section starts on 16 bytes (float4 reads of q and k rows). */
 __host__ __device__ inline int64_t stage_floats(int Kx, int NT)
 {
-    return (int64_t)NT * (2 * Kx + 2 * 32 + 2);
+    return (int64_t)NT * (2 * Kx + 2 * 32) + 2 * ((NT + 3) / 4 * 4);
 }
 
 __device__ inline Stage stage_at(float *smem, int which, int Kx, int NT)
@@ -95,7 +100,7 @@ __device__ inline Stage stage_at(float *smem, int which, int Kx, int NT)
     s.v = s.k + NT * Kx;
     s.d = s.v + NT * 32;
     s.dec = s.d + NT * 32;
-    s.beta = s.dec + NT;
+    s.beta = s.dec + (NT + 3) / 4 * 4;
     return s;
 }
 
@@ -135,6 +140,26 @@ template <int KP> struct Col {
             return g[(int64_t)i * 32];
     }
 };
+
+/* Four consecutive staged values (one 16-byte shared-memory read instead of
+   four: rows are padded to multiples of 32 and 16-byte aligned). */
+__device__ __forceinline__ void ld4(float (&r)[4], const float *p)
+{
+    const float4 v = *reinterpret_cast<const float4 *>(p);
+    r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+}
+
+/* The same read, volatile: the compiler may neither keep the values of an
+   earlier read of the row alive nor hoist the read, which in the
+   backward's step would hold a second copy of k beside the state column
+   and spill. */
+__device__ __forceinline__ void ld4v(float (&r)[4], const float *p)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ld.volatile.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(r[0]), "=f"(r[1]), "=f"(r[2]), "=f"(r[3])
+                 : "r"(a));
+}
 
 enum { LOAD_Q = 1, LOAD_DO = 2 };
 
@@ -236,15 +261,25 @@ __device__ __forceinline__ void step(Col<KP> &S, int n, const float *k, float a,
 {
     float u = 0.f;
 #pragma unroll
-    for (int i = 0; i < n; i++) {
-        const float s = __fmul_rn(a, S[i]);
-        S[i] = s;
-        u = __fmaf_rn(s, k[i], u);
+    for (int i0 = 0; i0 < n; i0 += 4) {
+        float kk[4];
+        ld4v(kk, k + i0);
+#pragma unroll
+        for (int d = 0; d < 4; d++) {
+            const float s = __fmul_rn(a, S[i0 + d]);
+            S[i0 + d] = s;
+            u = __fmaf_rn(s, kk[d], u);
+        }
     }
     u = __fmul_rn(beta, __fsub_rn(v, u));
 #pragma unroll
-    for (int i = 0; i < n; i++)
-        S[i] = __fmaf_rn(k[i], u, S[i]);
+    for (int i0 = 0; i0 < n; i0 += 4) {
+        float kk[4];
+        ld4v(kk, k + i0);
+#pragma unroll
+        for (int d = 0; d < 4; d++)
+            S[i0 + d] = __fmaf_rn(kk[d], u, S[i0 + d]);
+    }
 }
 
 template <int KP> __global__ void __launch_bounds__(32) seq_fwd(const SeqParams p)
@@ -265,10 +300,15 @@ template <int KP> __global__ void __launch_bounds__(32) seq_fwd(const SeqParams 
                 const float a = st.dec[0];
                 uacc = 0.f;
 #pragma unroll
-                for (int i = 0; i < n; i++) {
-                    const float x = __fmul_rn(a, S[i]);
-                    S[i] = x;
-                    uacc = __fmaf_rn(x, k[i], uacc);
+                for (int i0 = 0; i0 < n; i0 += 4) {
+                    float kk[4];
+                    ld4(kk, k + i0);
+#pragma unroll
+                    for (int d = 0; d < 4; d++) {
+                        const float x = __fmul_rn(a, S[i0 + d]);
+                        S[i0 + d] = x;
+                        uacc = __fmaf_rn(x, kk[d], uacc);
+                    }
                 }
             }
             const float u = __fmul_rn(st.beta[tt], __fsub_rn(st.v[tt * 32 + c.lane], uacc));
@@ -277,20 +317,30 @@ template <int KP> __global__ void __launch_bounds__(32) seq_fwd(const SeqParams 
                 const float an = st.dec[tt + 1], *kn = k + Kx;
                 float un = 0.f;
 #pragma unroll
-                for (int i = 0; i < n; i++) {
-                    float x = __fmaf_rn(k[i], u, S[i]);
-                    o = __fmaf_rn(x, q[i], o);
-                    x = __fmul_rn(an, x);
-                    un = __fmaf_rn(x, kn[i], un);
-                    S[i] = x;
+                for (int i0 = 0; i0 < n; i0 += 4) {
+                    float kk[4], qq[4], kq[4];
+                    ld4(kk, k + i0), ld4(qq, q + i0), ld4(kq, kn + i0);
+#pragma unroll
+                    for (int d = 0; d < 4; d++) {
+                        float x = __fmaf_rn(kk[d], u, S[i0 + d]);
+                        o = __fmaf_rn(x, qq[d], o);
+                        x = __fmul_rn(an, x);
+                        un = __fmaf_rn(x, kq[d], un);
+                        S[i0 + d] = x;
+                    }
                 }
                 uacc = un;
             } else {
 #pragma unroll
-                for (int i = 0; i < n; i++) {
-                    const float x = __fmaf_rn(k[i], u, S[i]);
-                    o = __fmaf_rn(x, q[i], o);
-                    S[i] = x;
+                for (int i0 = 0; i0 < n; i0 += 4) {
+                    float kk[4], qq[4];
+                    ld4(kk, k + i0), ld4(qq, q + i0);
+#pragma unroll
+                    for (int d = 0; d < 4; d++) {
+                        const float x = __fmaf_rn(kk[d], u, S[i0 + d]);
+                        o = __fmaf_rn(x, qq[d], o);
+                        S[i0 + d] = x;
+                    }
                 }
             }
             if (c.col)
@@ -405,11 +455,17 @@ template <int KP, int LP> __global__ void __launch_bounds__(32) seq_bwd(const Se
                 const float dj = st.d[tt * 32 + c.lane], vj = st.v[tt * 32 + c.lane];
                 float u = 0.f, du = 0.f;
 #pragma unroll
-                for (int i = 0; i < n; i++) {
-                    const float l = __fmaf_rn(q[i], dj, L[i]);
-                    L[i] = l;
-                    du = __fmaf_rn(l, k[i], du);
-                    u = __fmaf_rn(__fmul_rn(a, Sp[i * 32]), k[i], u);
+                for (int i0 = 0; i0 < n; i0 += 4) {
+                    float kk[4], qq[4];
+                    ld4v(kk, k + i0), ld4v(qq, q + i0);
+#pragma unroll
+                    for (int d = 0; d < 4; d++) {
+                        const int i = i0 + d;
+                        const float l = __fmaf_rn(qq[d], dj, L[i]);
+                        L[i] = l;
+                        du = __fmaf_rn(l, kk[d], du);
+                        u = __fmaf_rn(__fmul_rn(a, Sp[i * 32]), kk[d], u);
+                    }
                 }
                 const int64_t qrow = ((c.b * s.T + t) * s.Hv + c.hv) * s.K;
                 const int64_t gi = (c.b * s.T + t) * s.Hv + c.hv;
@@ -439,14 +495,19 @@ template <int KP, int LP> __global__ void __launch_bounds__(32) seq_bwd(const Se
                 for (int g0 = 0; g0 < n; g0 += 32) {
                     float x[32];
 #pragma unroll
-                    for (int m = 0; m < 32; m++) {
-                        const int i = g0 + m;
-                        const float st_ = __fmul_rn(a, Sp[i * 32]);
-                        float l = L[i];
-                        x[m] = __fmaf_rn(l, ub, -__fmul_rn(st_, bdu));
-                        l = __fmaf_rn(__fmul_rn(-beta, k[i]), du, l);
-                        dg = __fmaf_rn(l, st_, dg);
-                        L[i] = __fmul_rn(a, l);
+                    for (int m0 = 0; m0 < 32; m0 += 4) {
+                        float kk[4];
+                        ld4v(kk, k + g0 + m0);
+#pragma unroll
+                        for (int d = 0; d < 4; d++) {
+                            const int i = g0 + m0 + d;
+                            const float st_ = __fmul_rn(a, Sp[i * 32]);
+                            float l = L[i];
+                            x[m0 + d] = __fmaf_rn(l, ub, -__fmul_rn(st_, bdu));
+                            l = __fmaf_rn(__fmul_rn(-beta, kk[d]), du, l);
+                            dg = __fmaf_rn(l, st_, dg);
+                            L[i] = __fmul_rn(a, l);
+                        }
                     }
                     const float r = reduce_scatter32(x, c.lane);
                     if (g0 + c.lane < s.K) {
