@@ -1,4 +1,4 @@
-/* GPU test of the chunked CUDA gdn kernels: refusals, whole chunks, long sequences, 3xTF32 accumulation. */
+/* GPU test of the chunked CUDA gdn kernels: refusals, whole chunks, long T, 3xTF32 sums. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -112,9 +112,8 @@ static double against_twin(const ra_gpu_gdn_row *row, const ra_case *c, const ra
             printf("%-30s %-18s %-6s rel_rms %.3e (twin %.3e)  max_rel %.3e (twin %.3e)%s\n",
                    row->name, what, tg->name, mg.rel_rms, mt.rel_rms, mg.max_rel, mt.max_rel,
                    ok ? "" : "  FAIL");
-            ck_assert_msg(ok, "%s %s %s: rel_rms %g max_rel %g, twin %g %g (bound %gx)",
-                          row->name, what, tg->name, mg.rel_rms, mg.max_rel, mt.rel_rms,
-                          mt.max_rel, bound);
+            ck_assert_msg(ok, "%s %s %s: rel_rms %g max_rel %g, twin %g %g (bound %gx)", row->name,
+                          what, tg->name, mg.rel_rms, mg.max_rel, mt.rel_rms, mt.max_rel, bound);
         }
         ra_tensors_clear(&g), ra_tensors_clear(&t);
     }
@@ -129,8 +128,8 @@ START_TEST(special_refusals)
     memset(&a, 0, sizeof a);
     a.s = (ra_gdn_shape){1, 64, 1, 1, 16, 16};
     char msg[256];
-    const ra_gpu_gdn_cfg good = {RA_GPU_GDN_CHUNK, 64,    RA_GPU_PREC_TF32, RA_CPU_INV_FWDSUBST,
-                                 RA_F32,           RA_F32};
+    const ra_gpu_gdn_cfg good = {RA_GPU_GDN_CHUNK,    64,     RA_GPU_PREC_TF32,
+                                 RA_CPU_INV_FWDSUBST, RA_F32, RA_F32};
     static const struct {
         int chunk, prec, inv;
         const char *says;
@@ -207,8 +206,8 @@ int main(void)
     char dev[512];
     ra_gpu_describe(dev, sizeof dev);
     printf("%s\n", dev);
-    tcase_set_timeout(
-        tu_tcase(s, "data", tu_scratch_setup, tu_scratch_teardown, data_chunk_shapes), 900);
+    tcase_set_timeout(tu_tcase(s, "data", tu_scratch_setup, tu_scratch_teardown, data_chunk_shapes),
+                      900);
     tcase_set_timeout(
         tu_tcase(s, "regress", tu_scratch_setup, tu_scratch_teardown, regress_x3_accumulation),
         300);

@@ -1,4 +1,4 @@
-/* Thread-block matmuls over strided fp32 operands: IEEE FFMA, tf32, 3xtf32 and bf16 tensor cores. */
+/* Thread-block matmuls on strided fp32 operands: IEEE FFMA, tf32, 3xtf32, bf16 mma. */
 #ifndef RA_GPU_BLK_MM_CUH
 #define RA_GPU_BLK_MM_CUH
 
@@ -53,7 +53,8 @@
 #include "gpu/gdn_cuda_cxx.h"
 #include "gpu/mma.cuh"
 
-namespace ra_gpu {
+namespace ra_gpu
+{
 
 /* A strided operand: element (i, p) of batch entry z at p[z*bs + i*rs + p*cs]. */
 struct mat {

@@ -5,11 +5,10 @@
  * entry point checks what only the chunked kernels require (chunk 64 or
  * 128, which also meets the inverses' needs: a multiple of 16 for neumann,
  * a power of two for the bottom-up schur merge of gdn_chunk_inverse.cuh;
- * K, V and the head count in the kernels' int ranges), allocates one workspace slice per (b, hv) head
- * (ra_gpu::ws_head_len floats; the backward adds the chunk-start states,
- * T/C * K * V per head), runs the forward or the backward kernel,
- * synchronises and frees.  Failures come back as a status and a reason in
- * msg, never as a report of their own: the driver reports them.
+ * K, V and the head count in the kernels' int ranges), allocates one workspace slice per (b, hv)
+ * head (ra_gpu::ws_head_len floats; the backward adds the chunk-start states, T/C * K * V per
+ * head), runs the forward or the backward kernel, synchronises and frees.  Failures come back as a
+ * status and a reason in msg, never as a report of their own: the driver reports them.
  */
 
 #include <cstdarg>
@@ -48,7 +47,8 @@ static ra_status check_cfg(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, 
                     (long long)a->s.V);
     if (a->s.B * a->s.Hv > 0x7fffffff)
         return fail(msg, msglen, RA_EUNSUPPORTED,
-                    "cuda gdn chunk: %lld (b, hv) heads exceed one grid", (long long)(a->s.B * a->s.Hv));
+                    "cuda gdn chunk: %lld (b, hv) heads exceed one grid",
+                    (long long)(a->s.B * a->s.Hv));
     return RA_OK;
 }
 

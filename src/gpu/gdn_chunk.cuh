@@ -1,4 +1,4 @@
-/* Chunked CUDA gdn: per-head views, workspace layout and the forward steps shared with the backward. */
+/* Chunked CUDA gdn: head views, workspace layout, forward steps shared with the backward. */
 #ifndef RA_GPU_GDN_CHUNK_CUH
 #define RA_GPU_GDN_CHUNK_CUH
 
@@ -36,7 +36,8 @@
 #include "gpu/gdn_chunk_inverse.cuh"
 #include "gpu/gdn_cuda_cxx.h"
 
-namespace ra_gpu {
+namespace ra_gpu
+{
 
 constexpr int CHUNK_THREADS = 256;
 
@@ -45,12 +46,12 @@ struct head {
     int64_t T;
     int K, V;
     float scale;
-    const float *q, *k;   /* token stride qs = Hk*K */
-    const float *v;       /* token stride vs = Hv*V */
+    const float *q, *k;    /* token stride qs = Hk*K */
+    const float *v;        /* token stride vs = Hv*V */
     const float *g, *beta; /* token stride gs = Hv */
     const float *h0, *dO, *dht;
     float *o, *ht;
-    float *dq, *dk;       /* token stride ks = Hv*K (per value head) */
+    float *dq, *dk; /* token stride ks = Hv*K (per value head) */
     float *dv, *dg, *dbeta, *dh0;
     int64_t qs, vs, gs, ks;
 };
@@ -82,11 +83,11 @@ __device__ inline head make_head(const ra_gpu_gdn_args &a, int64_t bh)
 /* Per-head working arrays (names of the CPU twin's RN(cws)). */
 struct cws {
     int C, K, V, inv;
-    float *G, *gam, *dG, *tmp;                  /* C */
-    float *A, *T, *Dm, *P, *dP, *dT, *Z, *dA;   /* C x C */
+    float *G, *gam, *dG, *tmp;                    /* C */
+    float *A, *T, *Dm, *P, *dP, *dT, *Z, *dA;     /* C x C */
     float *Kb, *Y, *W, *dQc, *dKc, *dW, *dY, *tK; /* C x K */
     float *X, *U, *Vp, *Vd, *QS, *dVp, *dX, *tV;  /* C x V */
-    float *S, *Sst, *dS, *dSn, *WtdV;            /* K x V */
+    float *S, *Sst, *dS, *dSn, *WtdV;             /* K x V */
     float *inv_scr;                               /* inverse scratch */
     float *states;                                /* nch x K x V (backward) */
 };

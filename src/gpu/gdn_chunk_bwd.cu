@@ -1,4 +1,4 @@
-/* Chunked CUDA gdn backward: chunk states recomputed, then the chunk VJP in reverse (dq, dk per value head, dv, dg, dbeta, dh0). */
+/* Chunked CUDA gdn backward: chunk states recomputed, then the chunk VJP in reverse. */
 
 /*
  * The CPU twin's RN(chunk_backward) (src/cpu/gdn_tmpl_chunk_bwd.h, which
@@ -6,7 +6,9 @@
  * chunks stores every chunk-start state as the forward stores it (st(S),
  * bf16 in the bf16 configuration) in the head's workspace; a reverse pass
  * recomputes G, D, A, T, W, U, V', P from that state with the forward's own
- * functions (same bits) and carries dS = dL/dS from dht (or zero).
+ * functions (same bits) and carries dS = dL/dS from dht (or zero).  Out:
+ * dq, dk of this value head (the driver sums the group), dv, dg, dbeta and,
+ * with h0, dh0 = the cotangent left after the first chunk.
  *
  * Accumulation orders follow the CPU where a sum is a rounding point of
  * the algorithm: the gate cotangent dG gets its contributions step by step
@@ -21,7 +23,8 @@
 #include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_chunk_kernels.h"
 
-namespace ra_gpu {
+namespace ra_gpu
+{
 
 /* sum_e x[e] y[e], deterministic for a fixed blockDim (a power of two). */
 __device__ float blk_dot(const float *x, const float *y, int n, float *red)
@@ -264,8 +267,8 @@ __global__ void __launch_bounds__(CHUNK_THREADS)
             h.dh0[e] = w.dS[e];
 }
 
-template <int P> static void launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, float *ws,
-                                    int64_t ws_len)
+template <int P>
+static void launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, float *ws, int64_t ws_len)
 {
     const unsigned grid = (unsigned)(a->s.B * a->s.Hv);
     gdn_chunk_bwd_kernel<P><<<grid, CHUNK_THREADS>>>(*a, cfg->chunk, (int)cfg->inverse, ws, ws_len);
@@ -277,11 +280,20 @@ cudaError_t ra_gpu_gdn_chunk_bwd(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_arg
                                  int64_t ws_len)
 {
     switch (cfg->prec) {
-    case RA_GPU_PREC_IEEE: ra_gpu::launch<RA_GPU_PREC_IEEE>(cfg, a, ws, ws_len); break;
-    case RA_GPU_PREC_TF32: ra_gpu::launch<RA_GPU_PREC_TF32>(cfg, a, ws, ws_len); break;
-    case RA_GPU_PREC_TF32X3: ra_gpu::launch<RA_GPU_PREC_TF32X3>(cfg, a, ws, ws_len); break;
-    case RA_GPU_PREC_BF16: ra_gpu::launch<RA_GPU_PREC_BF16>(cfg, a, ws, ws_len); break;
-    default: return cudaErrorInvalidValue;
+    case RA_GPU_PREC_IEEE:
+        ra_gpu::launch<RA_GPU_PREC_IEEE>(cfg, a, ws, ws_len);
+        break;
+    case RA_GPU_PREC_TF32:
+        ra_gpu::launch<RA_GPU_PREC_TF32>(cfg, a, ws, ws_len);
+        break;
+    case RA_GPU_PREC_TF32X3:
+        ra_gpu::launch<RA_GPU_PREC_TF32X3>(cfg, a, ws, ws_len);
+        break;
+    case RA_GPU_PREC_BF16:
+        ra_gpu::launch<RA_GPU_PREC_BF16>(cfg, a, ws, ws_len);
+        break;
+    default:
+        return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
 }

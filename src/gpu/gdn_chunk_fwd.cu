@@ -12,7 +12,8 @@
 #include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_chunk_kernels.h"
 
-namespace ra_gpu {
+namespace ra_gpu
+{
 
 template <int P>
 __global__ void __launch_bounds__(CHUNK_THREADS)
@@ -36,8 +37,8 @@ __global__ void __launch_bounds__(CHUNK_THREADS)
         h.ht[e] = w.S[e];
 }
 
-template <int P> static void launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, float *ws,
-                                    int64_t ws_len)
+template <int P>
+static void launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, float *ws, int64_t ws_len)
 {
     const unsigned grid = (unsigned)(a->s.B * a->s.Hv);
     gdn_chunk_fwd_kernel<P><<<grid, CHUNK_THREADS>>>(*a, cfg->chunk, (int)cfg->inverse, ws, ws_len);
@@ -49,11 +50,20 @@ cudaError_t ra_gpu_gdn_chunk_fwd(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_arg
                                  int64_t ws_len)
 {
     switch (cfg->prec) {
-    case RA_GPU_PREC_IEEE: ra_gpu::launch<RA_GPU_PREC_IEEE>(cfg, a, ws, ws_len); break;
-    case RA_GPU_PREC_TF32: ra_gpu::launch<RA_GPU_PREC_TF32>(cfg, a, ws, ws_len); break;
-    case RA_GPU_PREC_TF32X3: ra_gpu::launch<RA_GPU_PREC_TF32X3>(cfg, a, ws, ws_len); break;
-    case RA_GPU_PREC_BF16: ra_gpu::launch<RA_GPU_PREC_BF16>(cfg, a, ws, ws_len); break;
-    default: return cudaErrorInvalidValue;
+    case RA_GPU_PREC_IEEE:
+        ra_gpu::launch<RA_GPU_PREC_IEEE>(cfg, a, ws, ws_len);
+        break;
+    case RA_GPU_PREC_TF32:
+        ra_gpu::launch<RA_GPU_PREC_TF32>(cfg, a, ws, ws_len);
+        break;
+    case RA_GPU_PREC_TF32X3:
+        ra_gpu::launch<RA_GPU_PREC_TF32X3>(cfg, a, ws, ws_len);
+        break;
+    case RA_GPU_PREC_BF16:
+        ra_gpu::launch<RA_GPU_PREC_BF16>(cfg, a, ws, ws_len);
+        break;
+    default:
+        return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
 }

@@ -1,4 +1,4 @@
-/* Chunked CUDA gdn: (I + A)^-1 of a strictly lower chunk matrix by forward substitution, Neumann or Schur blocks. */
+/* Chunked CUDA gdn: (I + A)^-1 by forward substitution, Neumann or Schur blocks. */
 #ifndef RA_GPU_GDN_CHUNK_INVERSE_CUH
 #define RA_GPU_GDN_CHUNK_INVERSE_CUH
 
@@ -34,7 +34,8 @@
 #include "gpu/blk_mm.cuh"
 #include "gpu/gdn_cuda_cxx.h"
 
-namespace ra_gpu {
+namespace ra_gpu
+{
 
 /* Scratch floats of inverse() for n (neumann: 8 blocks of 16 x n; schur: n^2/4). */
 __host__ __device__ inline int64_t inv_scratch_len(int n)
@@ -100,8 +101,8 @@ template <int P> __device__ void inv_neumann(float *t, const float *a, int n, fl
     for (int bi = 1; bi < nb; bi++) {
         const int o = 16 * bi;
         for (int bj = 0; bj < bi; bj++) /* acc_j = sum_{m=j}^{i-1} A_im T_mj */
-            blk_mm<P>(acc + bj * B, 16, 0, 16, 16, 16 * (bi - bj),
-                      mk(a + o * n + 16 * bj, n, 1), mk(t + 16 * bj * n + 16 * bj, n, 1), false);
+            blk_mm<P>(acc + bj * B, 16, 0, 16, 16, 16 * (bi - bj), mk(a + o * n + 16 * bj, n, 1),
+                      mk(t + 16 * bj * n + 16 * bj, n, 1), false);
         __syncthreads();
         blk_mm<P>(t + o * n, n, 16, 16, 16, 16, mk(t + o * n + o, n, 1, 0), mk(acc, 16, 1, B),
                   false, bi);
@@ -143,9 +144,15 @@ template <int P> __device__ void inv_schur(float *t, const float *a, int n, floa
 template <int P> __device__ void inverse(float *t, const float *a, int n, int inv, float *scr)
 {
     switch (inv) {
-    case RA_CPU_INV_NEUMANN: inv_neumann<P>(t, a, n, scr); break;
-    case RA_CPU_INV_SCHUR: inv_schur<P>(t, a, n, scr); break;
-    default: inv_fwdsubst(t, a, n); break;
+    case RA_CPU_INV_NEUMANN:
+        inv_neumann<P>(t, a, n, scr);
+        break;
+    case RA_CPU_INV_SCHUR:
+        inv_schur<P>(t, a, n, scr);
+        break;
+    default:
+        inv_fwdsubst(t, a, n);
+        break;
     }
 }
 

@@ -31,7 +31,8 @@
 
 #include <cstdint>
 
-namespace ra_gpu {
+namespace ra_gpu
+{
 
 __device__ __forceinline__ uint32_t tf32_rna(float x)
 {
