@@ -162,6 +162,8 @@ static inline double variant_tol(const char *name)
         return 1e-13;
     if (strstr(name, "bf16"))
         return 3e-2; /* 8-bit operands and bf16 outputs */
+    if (strstr(name, "tf32x3"))
+        return 1e-5; /* 3xTF32 products: ~2^-21, fp32 class */
     if (strstr(name, "tf32"))
         return 5e-3; /* 11-bit operands */
     return 1e-5;     /* fp32 arithmetic */

@@ -12,6 +12,7 @@
  */
 
 #include "cpu-testutil.h"
+#include "ref/ref.h"
 
 /* Values of one input tensor of a hand-made case, stored in dt. */
 typedef struct given {
@@ -494,6 +495,55 @@ START_TEST(random_rounding)
 END_TEST
 
 /*
+ * 3xTF32 against the certified MPFR reference (an independent computation:
+ * the expected values are not this code's).  Each operand x of a 3xTF32
+ * product is big + small with |x - big - small| <= 2^-11 |x - big| <=
+ * 2^-22 |x|, and the dropped small*small term is below 2^-22 |ab|, so a
+ * product carries at most ~3 * 2^-22 relative error against the fp32
+ * chunked kernel's exact FFMA products, while fp32 accumulation already
+ * costs ~2^-24 per addition over sums of 32..200 terms: tf32x3 must stay
+ * within 4x of ieee on every tensor.  A TF32 operand carries up to 2^-11
+ * relative error, ~2^10 times more, so tf32 must be at least 100x worse
+ * than tf32x3 (a factor 10 of margin for cancellation luck).  Partial last
+ * chunk (T = 200), h0 and dht, grouped value heads.
+ */
+START_TEST(random_tf32x3)
+{
+    ra_case c, ref;
+    make_case(&c, &(gen){1, 200, 1, 2, 32, 32, RA_F32, 1, 1, 0, 61, 1});
+    ra_ref_opts o;
+    ra_ref_opts_init(&o);
+    o.use_cache = 0, o.progress = 0;
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "tf32x3 case"), RA_OK);
+    ck_assert_str_eq(ra_case_param(&ref, "certified"), "yes");
+    static const char *const vars[3] = {"gdn.cpu.chunk64.ieee", "gdn.cpu.chunk64.tf32x3",
+                                        "gdn.cpu.chunk64.tf32"};
+    result r[3];
+    for (int v = 0; v < 3; v++)
+        run_variant(&r[v], vars[v], &c, 0);
+    static const char *const names[] = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dh0"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        double e[3];
+        for (int v = 0; v < 3; v++) {
+            const ra_tensor *t = ra_tensors_find(&r[v].f, names[i]);
+            e[v] = rel_rms(t ? t : tu_tensor(&r[v].b, names[i]), tu_tensor(&ref.tensors, names[i]));
+        }
+        if (getenv("RA_TEST_VERBOSE"))
+            fprintf(stderr, "%-5s rel_rms vs MPFR: ieee %.3g  tf32x3 %.3g  tf32 %.3g\n", names[i],
+                    e[0], e[1], e[2]);
+        ck_assert_msg(e[0] > 0 && e[0] < 1e-5, "%s: ieee %g", names[i], e[0]);
+        ck_assert_msg(e[1] < 4 * e[0], "%s: tf32x3 %g not close to ieee %g", names[i], e[1], e[0]);
+        ck_assert_msg(e[2] > 100 * e[1], "%s: tf32 %g not far above tf32x3 %g", names[i], e[2],
+                      e[1]);
+    }
+    for (int v = 0; v < 3; v++)
+        result_clear(&r[v]);
+    ra_case_clear(&ref);
+    ra_case_clear(&c);
+}
+END_TEST
+
+/*
  * (I + A) T = I for every inverse on one chunk of normalised keys with the
  * default gates: in IEEE fp32 the residual max |(I + A) T - I| (computed in
  * double) must be at the level of fp32 roundoff times the chunk's growth,
@@ -569,7 +619,7 @@ static Suite *suite(void)
     Suite *s = suite_create("cpu-gdn");
     tu_tcase(s, "special", NULL, NULL, special_beta0, special_t1, special_overwrite);
     tu_tcase(s, "data", NULL, NULL, data_chunk_f64_vs_seq, data_fd_f64);
-    tu_tcase(s, "random", NULL, NULL, random_rounding, random_inverse);
+    tu_tcase(s, "random", NULL, NULL, random_rounding, random_tf32x3, random_inverse);
     tu_tcase(s, "regress", NULL, NULL, regress_threads);
     return s;
 }

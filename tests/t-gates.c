@@ -174,7 +174,7 @@ END_TEST
 START_TEST(data_shipped_gates)
 {
     /* the CPU variants, then the example plugin's */
-    const char *variants[13];
+    const char *variants[14];
     size_t nv = 0;
     for (const char *const *v = tu_cpu_variants; *v; v++)
         variants[nv++] = *v;

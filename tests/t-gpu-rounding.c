@@ -149,10 +149,11 @@ END_TEST
 
 int main(void)
 {
-    if (ra_gpu_count() == 0) {
+    const int probe = tu_gpu_probe("t-gpu-rounding");
+    if (probe == 77)
         printf("no CUDA device: skipped\n");
-        return 77;
-    }
+    if (probe != 0)
+        return probe;
     make_inputs();
     Suite *s = suite_create("gpu-rounding");
     tu_tcase(s, "data", NULL, NULL, test_cvt_tf32, test_cvt_bf16, test_cvt_f16,

@@ -10,7 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+
+#include "core/gen_gdn.h"
+#include "gpu/device.h"
 #include <unistd.h>
 
 /*
@@ -254,6 +258,22 @@ void tu_case_init(ra_case *c, const char *op)
     ck_assert_int_eq(ra_case_set_op(c, op), RA_OK);
 }
 
+void tu_gdn_generate(ra_case *c, const ra_gdn_shape *s, ra_dtype dt, const char *regime,
+                     uint64_t seed, int h0, int l2norm)
+{
+    ra_case_spec spec;
+    ra_case_spec_init(&spec);
+    strcpy(spec.op, "gdn");
+    ra_gdn_shape_format(spec.shape, sizeof spec.shape, s);
+    snprintf(spec.regime, sizeof spec.regime, "%s", regime ? regime : "default");
+    snprintf(spec.dtype, sizeof spec.dtype, "%s", ra_dtype_name(dt));
+    spec.seed = seed;
+    spec.has_seed = 1;
+    spec.flags = (h0 ? RA_GDN_FLAG_H0 : 0) | (l2norm ? RA_GDN_FLAG_L2NORM : 0);
+    ra_case_init(c);
+    ck_assert_msg(ra_gdn_generate(c, &spec) == RA_OK, "generate: %s", ra_last_error());
+}
+
 void tu_gdn_case(ra_case *c, const ra_gdn_shape *s, ra_dtype dt, unsigned with)
 {
     const int64_t qk[4] = {s->B, s->T, s->Hk, s->K}, v[4] = {s->B, s->T, s->Hv, s->V},
@@ -303,7 +323,31 @@ const char *const tu_cpu_variants[] = {"gdn.cpu.f64",
                                        "gdn.cpu.chunk128.ieee.schur",
                                        "gdn.cpu.chunk128.tf32.schur",
                                        "gdn.cpu.chunk128.bf16.schur",
+                                       "gdn.cpu.chunk64.tf32x3",
                                        NULL};
+
+/* --- GPU tests ------------------------------------------------------------------------------ */
+
+int tu_gpu_probe(const char *prog)
+{
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        if (ra_gpu_count() == 0)
+            _exit(77);
+        char dev[512];
+        ra_gpu_describe(dev, sizeof dev);
+        printf("%s\n", dev);
+        fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        fprintf(stderr, "%s: cannot probe the CUDA devices in a child process\n", prog);
+        return 99;
+    }
+    return WEXITSTATUS(status) == 77 ? 77 : WEXITSTATUS(status) == 0 ? 0 : 99;
+}
 
 /* --- numbers ------------------------------------------------------------------------------ */
 

@@ -73,6 +73,15 @@ void tu_expect_error_(ra_status st, ra_status code, ...);
 void tu_has_(const char *msg, ...);
 #define tu_has(msg, ...) tu_has_((msg), __VA_ARGS__, (const char *)NULL)
 
+/* --- GPU tests --------------------------------------------------------------------------- */
+
+/* CUDA does not survive fork: probes the devices in a child process (which
+   prints their description), so that the test program never initialises
+   CUDA itself and every test Check forks starts with a fresh runtime.
+   Returns 0 with a device, 77 without (print a skip line and return it
+   from main), 99 when the probe itself failed (Automake's hard error). */
+int tu_gpu_probe(const char *prog);
+
 /* --- seeds ---------------------------------------------------------------------------------- */
 
 /* `fixed`, or with RA_CHECK_RANDOMIZE=1 in the environment a seed from the
@@ -126,12 +135,18 @@ enum { TU_H0 = 1, TU_DO = 2, TU_DHT = 4 };
    [B,Hv,K,V], do [B,T,Hv,V], dht [B,Hv,K,V], in that order. */
 void tu_gdn_case(ra_case *c, const ra_gdn_shape *s, ra_dtype dt, unsigned with);
 
+/* The generated gdn case of shape s, dtype dt, regime (NULL: default),
+   seed and flags (h0, l2norm), as `recaudit gen` makes it; asserts it
+   was made. */
+void tu_gdn_generate(ra_case *c, const ra_gdn_shape *s, ra_dtype dt, const char *regime,
+                     uint64_t seed, int h0, int l2norm);
+
 /* Bit-identical tensors: name, dtype, shape and bytes. */
 void tu_assert_same_tensor(const ra_tensor *a, const ra_tensor *b);
 /* The same tensors in the same order, each bit-identical. */
 void tu_assert_same_tensors(const ra_tensors *a, const ra_tensors *b);
 
-/* The eleven built-in CPU variants, by the documented naming scheme, f64 and f32 first,
+/* The built-in CPU variants, by the documented naming scheme, f64 and f32 first,
    then the chunked ones; NULL ended.  Written out from the statement, not
    read from the registry, so suites can hold the registry to it. */
 extern const char *const tu_cpu_variants[];

@@ -5,7 +5,7 @@
  * sqrtf, and every accumulation an explicit fmaf chain (the build has
  * -ffp-contract=off, so no other fusion happens).  Serves gdn.cpu.f32 and
  * every gdn.cpu.chunk* variant; the operand rounding modes (IEEE, TF32,
- * bf16) only exist in this instance.
+ * TF32X3, bf16) only exist in this instance.
  */
 
 #include "cpu/gdn_impl.h"
@@ -52,10 +52,11 @@ ra_status ra_cpu_gdn_inverse_f32(float *tinv, const float *a, int n, ra_cpu_inve
     if (n < 1)
         RA_ERRORF(RA_EINVAL, "cpu gdn inverse: size %d must be positive", n);
     int64_t d = inv_pad16_f32(n);
-    float *scr = malloc((size_t)(inv_scratch_len_f32(n) + 2 * d * d) * sizeof *scr);
+    float *scr = malloc((size_t)(inv_scratch_len_f32(n) + 4 * d * d) * sizeof *scr);
     if (!scr)
         RA_ERRORF(RA_ENOMEM, "cpu gdn inverse: cannot allocate scratch for n = %d", n);
-    mmws_f32 ws = {scr + inv_scratch_len_f32(n), scr + inv_scratch_len_f32(n) + d * d};
+    float *m0 = scr + inv_scratch_len_f32(n);
+    mmws_f32 ws = {m0, m0 + d * d, m0 + 2 * d * d, m0 + 3 * d * d};
     inverse_f32(tinv, a, n, inv, round, scr, &ws);
     free(scr);
     return RA_OK;

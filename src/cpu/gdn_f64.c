@@ -54,7 +54,8 @@ ra_status ra_cpu_gdn_inverse_f64(double *tinv, const double *a, int n, ra_cpu_in
     double *scr = malloc((size_t)(inv_scratch_len_f64(n) + 2 * d * d) * sizeof *scr);
     if (!scr)
         RA_ERRORF(RA_ENOMEM, "cpu gdn inverse: cannot allocate scratch for n = %d", n);
-    mmws_f64 ws = {scr + inv_scratch_len_f64(n), scr + inv_scratch_len_f64(n) + d * d};
+    mmws_f64 ws = {scr + inv_scratch_len_f64(n), scr + inv_scratch_len_f64(n) + d * d, NULL,
+                   NULL};
     inverse_f64(tinv, a, n, inv, RA_CPU_ROUND_IEEE, scr, &ws);
     free(scr);
     return RA_OK;

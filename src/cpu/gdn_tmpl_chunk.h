@@ -45,7 +45,7 @@ static int RN(cws_init)(RN(cws) *w, int64_t C, int64_t K, int64_t V, int mode, i
     if (V > D)
         D = V;
     const int64_t n = 3 * C + 8 * C * C + 8 * C * K + 8 * C * V + 5 * K * V +
-                      RN(inv_scratch_len)(C) + 2 * D * D;
+                      RN(inv_scratch_len)(C) + 4 * D * D;
     w->mem = malloc((size_t)n * sizeof(R));
     if (!w->mem)
         return 1;
@@ -64,6 +64,7 @@ static int RN(cws_init)(RN(cws) *w, int64_t C, int64_t K, int64_t V, int mode, i
     RA_TAKE(w->WtdV, K * V);
     RA_TAKE(w->inv_scr, RN(inv_scratch_len)(C));
     RA_TAKE(w->mw.a, D * D), RA_TAKE(w->mw.b, D * D);
+    RA_TAKE(w->mw.as, D * D), RA_TAKE(w->mw.bs, D * D);
 #undef RA_TAKE
     return 0;
 }

@@ -19,6 +19,12 @@
  * each still in the one fixed order, so the result does not depend on the
  * unrolling.
  *
+ * TF32X3 (float only) copies each operand twice, big = tf32(x) and
+ * small = tf32(x - big), and accumulates, per contraction index, the three
+ * products small_a*big_b, big_a*small_b, big_a*big_b in that order (what
+ * three accumulating tensor-core mmas per k-step compute, the two small
+ * terms first so that they are not absorbed before the big one arrives).
+ *
  * Storage rounding (st) is separate from operand rounding (rop): the bf16
  * configuration also rounds T, W, U and the per-chunk states when they are
  * "written", as fla stores them in the input dtype.
@@ -56,11 +62,48 @@ static inline R RN(st)(R x, int store_bf16)
 #endif
 }
 
-/* Scratch for the rounded operand copies: two blocks of at least
-   dim*dim elements, dim the largest matrix side a caller uses. */
+/* Scratch for the rounded operand copies: four blocks of at least
+   dim*dim elements, dim the largest matrix side a caller uses (as, bs
+   hold the small halves of TF32X3 and may be NULL in double). */
 typedef struct RN(mmws) {
-    R *a, *b;
+    R *a, *b, *as, *bs;
 } RN(mmws);
+
+#if !R_IS_F64
+/* The TF32X3 form of RN(mm) below (same arguments and order of sums). */
+static void RN(mm_x3)(R *c, int64_t ldc, int64_t m, int64_t n, int64_t kc, const R *a,
+                      int64_t ars, int64_t acs, const R *b, int64_t brs, int64_t bcs, int acc,
+                      const RN(mmws) *ws)
+{
+    R *ra = ws->a, *rb = ws->b, *sa = ws->as, *sb = ws->bs;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < kc; p++) {
+            const R x = a[i * ars + p * acs], big = ra_round_tf32_rna(x);
+            ra[i * kc + p] = big;
+            sa[i * kc + p] = ra_round_tf32_rna(x - big);
+        }
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t p = 0; p < kc; p++) {
+            const R x = b[p * brs + j * bcs], big = ra_round_tf32_rna(x);
+            rb[j * kc + p] = big;
+            sb[j * kc + p] = ra_round_tf32_rna(x - big);
+        }
+    for (int64_t i = 0; i < m; i++) {
+        const R *ai = ra + i * kc, *si = sa + i * kc;
+        R *ci = c + i * ldc;
+        for (int64_t j = 0; j < n; j++) {
+            const R *bj = rb + j * kc, *tj = sb + j * kc;
+            R s = acc ? ci[j] : 0;
+            for (int64_t p = 0; p < kc; p++) {
+                s = R_FMA(si[p], bj[p], s);
+                s = R_FMA(ai[p], tj[p], s);
+                s = R_FMA(ai[p], bj[p], s);
+            }
+            ci[j] = s;
+        }
+    }
+}
+#endif
 
 /*
  * c[i*ldc + j] (i < m, j < n) = (acc ? c : 0) + sum_{p < kc} A(i,p) B(p,j)
@@ -71,6 +114,12 @@ static void RN(mm)(R *c, int64_t ldc, int64_t m, int64_t n, int64_t kc, const R 
                    int64_t ars, int64_t acs, const R *b, int64_t brs, int64_t bcs, int mode,
                    int acc, const RN(mmws) *ws)
 {
+#if !R_IS_F64
+    if (mode == RA_CPU_ROUND_TF32X3) {
+        RN(mm_x3)(c, ldc, m, n, kc, a, ars, acs, b, brs, bcs, acc, ws);
+        return;
+    }
+#endif
     R *ra = ws->a, *rb = ws->b;
     for (int64_t i = 0; i < m; i++)
         for (int64_t p = 0; p < kc; p++)

@@ -90,6 +90,9 @@ const ra_variant ra_cpu_gdn_variants[] = {
     ROW_NKI("gdn.cpu.chunk128.bf16.schur", "bf16",
             CHUNK(128, RA_CPU_ROUND_BF16, RA_CPU_INV_SCHUR, RA_BF16),
             "chunked C=128, bf16 operands and intermediates, T by recursive block merge"),
+    ROW("gdn.cpu.chunk64.tf32x3", "tf32x3",
+        CHUNK(64, RA_CPU_ROUND_TF32X3, RA_CPU_INV_FWDSUBST, RA_F32),
+        "chunked C=64, 3xTF32 matmuls (big*big + big*small + small*big), fwdsubst"),
 };
 
 const size_t ra_cpu_gdn_nvariants = sizeof ra_cpu_gdn_variants / sizeof ra_cpu_gdn_variants[0];

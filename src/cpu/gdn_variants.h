@@ -25,11 +25,18 @@
 typedef enum ra_cpu_algo { RA_CPU_SEQ = 0, RA_CPU_CHUNK = 1 } ra_cpu_algo;
 
 /* Rounding applied to every matmul operand right before the product.
-   BF16 also stores T, W, U and the per-chunk states in bf16. */
+   BF16 also stores T, W, U and the per-chunk states in bf16.  TF32X3 is
+   the 3xTF32 emulation of an fp32 product on TF32 tensor cores: each
+   operand x splits into big = tf32(x) and small = tf32(x - big) (x - big
+   is exact in fp32), and a*b becomes small_a*big_b + big_a*small_b +
+   big_a*big_b, three fmas in that order; the dropped small_a*small_b and
+   the 21-bit split leave a product error near 2^-21 relative, so the
+   variant should measure close to IEEE, far below TF32. */
 typedef enum ra_cpu_round {
-    RA_CPU_ROUND_IEEE = 0, /* nothing beyond the arithmetic's own rounding */
-    RA_CPU_ROUND_TF32 = 1, /* ra_round_tf32_rna (PTX cvt.rna.tf32.f32) */
-    RA_CPU_ROUND_BF16 = 2  /* ra_round_bf16_f (RNE) */
+    RA_CPU_ROUND_IEEE = 0,  /* nothing beyond the arithmetic's own rounding */
+    RA_CPU_ROUND_TF32 = 1,  /* ra_round_tf32_rna (PTX cvt.rna.tf32.f32) */
+    RA_CPU_ROUND_BF16 = 2,  /* ra_round_bf16_f (RNE) */
+    RA_CPU_ROUND_TF32X3 = 3 /* big + small TF32 split, three products (float only) */
 } ra_cpu_round;
 
 /* How (I + A)^-1 is formed for a strictly lower A. */

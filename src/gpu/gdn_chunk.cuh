@@ -1,0 +1,273 @@
+/* Chunked CUDA gdn: head views, workspace layout, forward steps shared with the backward. */
+#ifndef RA_GPU_GDN_CHUNK_CUH
+#define RA_GPU_GDN_CHUNK_CUH
+
+/*
+ * One thread block serves one (b, hv) head and walks its chunks, exactly as
+ * the CPU twin's per-head kernel (src/cpu/gdn_tmpl_chunk.h, whose notation
+ * and rounding points this file reproduces step by step):
+ *
+ *   G = cumsum(g) (one fp32 running sum), gamma = exp(G),
+ *   D_ij = exp(G_i - G_j) (j <= i), Kb = diag(beta) K,
+ *   A = strict_lower((Kb K^T) . D), T = st((I + A)^-1),
+ *   W = st(T (Kb * gamma)), U = st(T (diag(beta) V)),
+ *   S' = st(S), V' = U - W S',
+ *   O = (gamma * (Q S')) scale + ((Q K^T) . D)_{j<=i} V' scale,
+ *   S <- exp(G_{L-1}) S + K^T (exp(G_{L-1} - G) * V').
+ * Every product is blk_mm<P> (operands rounded by P); st() rounds to bf16
+ * in the bf16 configuration (T, W, U and chunk states stored in bf16, as
+ * fla) and is the identity otherwise; the running state S, the gates and
+ * every elementwise step stay in fp32.  Elementwise steps are written with
+ * __fmul_rn / __fadd_rn / fmaf so that nvcc's FMA contraction cannot fuse
+ * what the CPU twin (built with -ffp-contract=off) rounds twice.  expf is
+ * CUDA's (<= 2 ulp), the CPU's is glibc's: the one place where the IEEE
+ * configuration is not bit-identical to its twin.
+ *
+ * The per-head working arrays live in a global workspace (one slice per
+ * head, 128-byte aligned arrays, 64-bit offsets): they are touched by one
+ * block only, so __syncthreads() orders every step.  The backward
+ * (gdn_chunk_bwd.cu) reuses chunk_prep and chunk_vprime, so its recomputed
+ * T, W, U, V' are bit-identical to the forward's.
+ */
+
+#include <cstdint>
+
+#include "gpu/blk_mm.cuh"
+#include "gpu/gdn_chunk_inverse.cuh"
+#include "gpu/gdn_cuda_cxx.h"
+
+namespace ra_gpu
+{
+
+constexpr int CHUNK_THREADS = 256;
+
+/* One (b, hv) head of the problem: bases at token 0 and token strides. */
+struct head {
+    int64_t T;
+    int K, V;
+    float scale;
+    const float *q, *k;    /* token stride qs = Hk*K */
+    const float *v;        /* token stride vs = Hv*V */
+    const float *g, *beta; /* token stride gs = Hv */
+    const float *h0, *dO, *dht;
+    float *o, *ht;
+    float *dq, *dk; /* token stride ks = Hv*K (per value head) */
+    float *dv, *dg, *dbeta, *dh0;
+    int64_t qs, vs, gs, ks;
+};
+
+__device__ inline head make_head(const ra_gpu_gdn_args &a, int64_t bh)
+{
+    const ra_gdn_shape &s = a.s;
+    const int64_t b = bh / s.Hv, hv = bh % s.Hv, hk = hv / (s.Hv / s.Hk);
+    head h;
+    h.T = s.T, h.K = (int)s.K, h.V = (int)s.V, h.scale = a.scale;
+    h.qs = s.Hk * s.K, h.vs = s.Hv * s.V, h.gs = s.Hv, h.ks = s.Hv * s.K;
+    const int64_t qk0 = b * s.T * h.qs + hk * s.K, v0 = b * s.T * h.vs + hv * s.V,
+                  g0 = b * s.T * h.gs + hv, k0 = b * s.T * h.ks + hv * s.K, st0 = bh * s.K * s.V;
+    h.q = a.q + qk0, h.k = a.k + qk0, h.v = a.v + v0, h.g = a.g + g0, h.beta = a.beta + g0;
+    h.h0 = a.h0 ? a.h0 + st0 : nullptr;
+    h.dO = a.do_ ? a.do_ + v0 : nullptr;
+    h.dht = a.dht ? a.dht + st0 : nullptr;
+    h.o = a.o ? a.o + v0 : nullptr;
+    h.ht = a.ht ? a.ht + st0 : nullptr;
+    h.dq = a.dqv ? a.dqv + k0 : nullptr;
+    h.dk = a.dkv ? a.dkv + k0 : nullptr;
+    h.dv = a.dv ? a.dv + v0 : nullptr;
+    h.dg = a.dg ? a.dg + g0 : nullptr;
+    h.dbeta = a.dbeta ? a.dbeta + g0 : nullptr;
+    h.dh0 = a.dh0 ? a.dh0 + st0 : nullptr;
+    return h;
+}
+
+/* Per-head working arrays (names of the CPU twin's RN(cws)). */
+struct cws {
+    int C, K, V, inv;
+    float *G, *gam, *dG, *tmp;                    /* C */
+    float *A, *T, *Dm, *P, *dP, *dT, *Z, *dA;     /* C x C */
+    float *Kb, *Y, *W, *dQc, *dKc, *dW, *dY, *tK; /* C x K */
+    float *X, *U, *Vp, *Vd, *QS, *dVp, *dX, *tV;  /* C x V */
+    float *S, *Sst, *dS, *dSn, *WtdV;             /* K x V */
+    float *inv_scr;                               /* inverse scratch */
+    float *states;                                /* nch x K x V (backward) */
+};
+
+__host__ __device__ inline int64_t ws_align(int64_t n) { return (n + 31) / 32 * 32; }
+
+/* Floats of one head's workspace; with_states adds the chunk-start states. */
+__host__ __device__ inline int64_t ws_head_len(int C, int K, int V, int64_t T, bool with_states)
+{
+    const int64_t nch = (T + C - 1) / C;
+    return 4 * ws_align(C) + 8 * ws_align((int64_t)C * C) + 8 * ws_align((int64_t)C * K) +
+           8 * ws_align((int64_t)C * V) + 5 * ws_align((int64_t)K * V) +
+           ws_align(inv_scratch_len(C)) + (with_states ? nch * ws_align((int64_t)K * V) : 0);
+}
+
+__device__ inline cws make_cws(float *base, int C, int K, int V, int inv)
+{
+    cws w;
+    w.C = C, w.K = K, w.V = V, w.inv = inv;
+    float *p = base;
+    auto take = [&p](int64_t n) {
+        float *r = p;
+        p += ws_align(n);
+        return r;
+    };
+    const int64_t CC = (int64_t)C * C, CK = (int64_t)C * K, CV = (int64_t)C * V,
+                  KV = (int64_t)K * V;
+    w.G = take(C), w.gam = take(C), w.dG = take(C), w.tmp = take(C);
+    w.A = take(CC), w.T = take(CC), w.Dm = take(CC), w.P = take(CC);
+    w.dP = take(CC), w.dT = take(CC), w.Z = take(CC), w.dA = take(CC);
+    w.Kb = take(CK), w.Y = take(CK), w.W = take(CK), w.dQc = take(CK);
+    w.dKc = take(CK), w.dW = take(CK), w.dY = take(CK), w.tK = take(CK);
+    w.X = take(CV), w.U = take(CV), w.Vp = take(CV), w.Vd = take(CV);
+    w.QS = take(CV), w.dVp = take(CV), w.dX = take(CV), w.tV = take(CV);
+    w.S = take(KV), w.Sst = take(KV), w.dS = take(KV), w.dSn = take(KV), w.WtdV = take(KV);
+    w.inv_scr = take(inv_scratch_len(C));
+    w.states = p;
+    return w;
+}
+
+/* Storage rounding of the bf16 configuration. */
+template <int P> __device__ __forceinline__ float st(float x)
+{
+    return P == RA_GPU_PREC_BF16 ? bf16_round(x) : x;
+}
+
+/* Rows in chunk c: C, or the remainder for the last one. */
+__device__ __forceinline__ int chunk_rows(const head &h, int C, int64_t c)
+{
+    const int64_t r = h.T - c * C;
+    return r < C ? (int)r : C;
+}
+
+/* G, gamma, D, A, T, W, U of the chunk at token t0 (L rows). */
+template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t t0, int L)
+{
+    const int C = w.C, K = w.K, V = w.V;
+    const float *k = h.k + t0 * h.qs, *v = h.v + t0 * h.vs, *g = h.g + t0 * h.gs,
+                *beta = h.beta + t0 * h.gs;
+    if (threadIdx.x == 0) { /* the CPU's running sum, in its order */
+        float run = 0.f;
+        for (int i = 0; i < L; i++) {
+            run = __fadd_rn(run, g[i * h.gs]);
+            w.G[i] = run;
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < L; i += blockDim.x)
+        w.gam[i] = expf(w.G[i]);
+    for (int e = threadIdx.x; e < C * C; e += blockDim.x) {
+        const int i = e / C, j = e % C;
+        w.Dm[e] = (i < L && j <= i) ? expf(__fsub_rn(w.G[i], w.G[j])) : 0.f;
+    }
+    for (int e = threadIdx.x; e < L * K; e += blockDim.x) {
+        const int i = e / K, j = e % K;
+        w.Kb[e] = __fmul_rn(k[i * h.qs + j], beta[i * h.gs]);
+    }
+    __syncthreads();
+    blk_mm<P>(w.A, C, 0, L, L, K, mk(w.Kb, K, 1), mk(k, 1, h.qs), false);
+    __syncthreads();
+    for (int e = threadIdx.x; e < C * C; e += blockDim.x) {
+        const int i = e / C, j = e % C;
+        w.A[e] = (i < L && j < i) ? __fmul_rn(w.A[e], w.Dm[e]) : 0.f;
+    }
+    __syncthreads();
+    inverse<P>(w.T, w.A, C, w.inv, w.inv_scr); /* ends synchronised */
+    for (int e = threadIdx.x; e < L * C; e += blockDim.x) {
+        const int i = e / C, j = e % C;
+        if (j <= i)
+            w.T[e] = st<P>(w.T[e]);
+    }
+    for (int e = threadIdx.x; e < L * K; e += blockDim.x)
+        w.Y[e] = __fmul_rn(w.Kb[e], w.gam[e / K]);
+    for (int e = threadIdx.x; e < L * V; e += blockDim.x) {
+        const int i = e / V, j = e % V;
+        w.X[e] = __fmul_rn(v[i * h.vs + j], beta[i * h.gs]);
+    }
+    __syncthreads();
+    blk_mm<P>(w.W, K, 0, L, K, L, mk(w.T, C, 1), mk(w.Y, K, 1), false);
+    blk_mm<P>(w.U, V, 0, L, V, L, mk(w.T, C, 1), mk(w.X, V, 1), false);
+    __syncthreads();
+    if (P == RA_GPU_PREC_BF16) {
+        for (int e = threadIdx.x; e < L * K; e += blockDim.x)
+            w.W[e] = st<P>(w.W[e]);
+        for (int e = threadIdx.x; e < L * V; e += blockDim.x)
+            w.U[e] = st<P>(w.U[e]);
+        __syncthreads();
+    }
+}
+
+/* V' = U - W S' with S' = w.Sst. */
+template <int P> __device__ void chunk_vprime(const cws &w, int L)
+{
+    const int K = w.K, V = w.V;
+    blk_mm<P>(w.Vp, V, 0, L, V, K, mk(w.W, K, 1), mk(w.Sst, V, 1), false);
+    __syncthreads();
+    for (int e = threadIdx.x; e < L * V; e += blockDim.x)
+        w.Vp[e] = __fsub_rn(w.U[e], w.Vp[e]);
+    __syncthreads();
+}
+
+/* S <- exp(G_{n-1}) S + K^T (exp(G_{n-1} - G) * V') over the first n rows. */
+template <int P> __device__ void chunk_update(const cws &w, const head &h, int64_t t0, int n)
+{
+    const int K = w.K, V = w.V;
+    const float gl = w.G[n - 1], gC = expf(gl);
+    for (int e = threadIdx.x; e < n * V; e += blockDim.x)
+        w.Vd[e] = __fmul_rn(w.Vp[e], expf(__fsub_rn(gl, w.G[e / V])));
+    for (int e = threadIdx.x; e < K * V; e += blockDim.x)
+        w.S[e] = __fmul_rn(w.S[e], gC);
+    __syncthreads();
+    blk_mm<P>(w.S, V, 0, K, V, n, mk(h.k + t0 * h.qs, 1, h.qs), mk(w.Vd, V, 1), true);
+    __syncthreads();
+}
+
+/* P = (Q K^T) . D on j <= i (zero above). */
+template <int P> __device__ void chunk_p(const cws &w, const head &h, int64_t t0, int L)
+{
+    const int C = w.C, K = w.K;
+    blk_mm<P>(w.P, C, 0, L, L, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(h.k + t0 * h.qs, 1, h.qs),
+              false);
+    __syncthreads();
+    for (int e = threadIdx.x; e < L * L; e += blockDim.x) {
+        const int i = e / L, j = e % L;
+        w.P[i * C + j] = j <= i ? __fmul_rn(w.P[i * C + j], w.Dm[i * C + j]) : 0.f;
+    }
+    __syncthreads();
+}
+
+/* O rows of the chunk, into h.o. */
+template <int P> __device__ void chunk_output(const cws &w, const head &h, int64_t t0, int L)
+{
+    const int C = w.C, K = w.K, V = w.V;
+    float *o = h.o + t0 * h.vs;
+    blk_mm<P>(w.QS, V, 0, L, V, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(w.Sst, V, 1), false);
+    chunk_p<P>(w, h, t0, L); /* its first sync also orders QS */
+    blk_mm<P>(o, h.vs, 0, L, V, L, mk(w.P, C, 1), mk(w.Vp, V, 1), false);
+    __syncthreads();
+    for (int e = threadIdx.x; e < L * V; e += blockDim.x) {
+        const int i = e / V, j = e % V;
+        float *x = o + i * h.vs + j;
+        *x = __fadd_rn(__fmul_rn(__fmul_rn(w.gam[i], w.QS[e]), h.scale), __fmul_rn(*x, h.scale));
+    }
+    __syncthreads();
+}
+
+template <int P> __device__ void chunk_store_state(const cws &w)
+{
+    for (int e = threadIdx.x; e < w.K * w.V; e += blockDim.x)
+        w.Sst[e] = st<P>(w.S[e]);
+    __syncthreads();
+}
+
+__device__ inline void chunk_init_state(const cws &w, const head &h)
+{
+    for (int e = threadIdx.x; e < w.K * w.V; e += blockDim.x)
+        w.S[e] = h.h0 ? h.h0[e] : 0.f;
+    __syncthreads();
+}
+
+} // namespace ra_gpu
+
+#endif

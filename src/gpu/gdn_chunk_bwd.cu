@@ -1,0 +1,299 @@
+/* Chunked CUDA gdn backward: chunk states recomputed, then the chunk VJP in reverse. */
+
+/*
+ * The CPU twin's RN(chunk_backward) (src/cpu/gdn_tmpl_chunk_bwd.h, which
+ * holds the derivation, steps (1)..(10) below): a forward pass over the
+ * chunks stores every chunk-start state as the forward stores it (st(S),
+ * bf16 in the bf16 configuration) in the head's workspace; a reverse pass
+ * recomputes G, D, A, T, W, U, V', P from that state with the forward's own
+ * functions (same bits) and carries dS = dL/dS from dht (or zero).  Out:
+ * dq, dk of this value head (the driver sums the group), dv, dg, dbeta and,
+ * with h0, dh0 = the cotangent left after the first chunk.
+ *
+ * Accumulation orders follow the CPU where a sum is a rounding point of
+ * the algorithm: the gate cotangent dG gets its contributions step by step
+ * in the CPU's order (for the pair terms of (2) and (9), index m first
+ * adds its row terms in increasing j, then subtracts its column terms in
+ * increasing i, which is the order of the CPU's i-j loop), row dot products
+ * are one fmaf chain per row.  The one long reduction, <dS, S> over K*V in
+ * (5), is a fixed-shape block tree of fmaf partial chains instead of the
+ * CPU's single chain: deterministic, and its rounding error is smaller.
+ */
+
+#include "gpu/gdn_chunk.cuh"
+#include "gpu/gdn_chunk_kernels.h"
+
+namespace ra_gpu
+{
+
+/* sum_e x[e] y[e], deterministic for a fixed blockDim (a power of two). */
+__device__ float blk_dot(const float *x, const float *y, int n, float *red)
+{
+    float s = 0.f;
+    for (int e = threadIdx.x; e < n; e += blockDim.x)
+        s = fmaf(x[e], y[e], s);
+    red[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w)
+            red[threadIdx.x] = __fadd_rn(red[threadIdx.x], red[threadIdx.x + w]);
+        __syncthreads();
+    }
+    const float r = red[0];
+    __syncthreads();
+    return r;
+}
+
+/* dG[m] += sum_{j<m} z[m][j] - sum_{i>m} z[i][m], in the CPU's order. */
+__device__ void pair_gates(float *dG, const float *z, int C, int L)
+{
+    for (int m = threadIdx.x; m < L; m += blockDim.x) {
+        float acc = dG[m];
+        for (int j = 0; j < m; j++)
+            acc = __fadd_rn(acc, z[m * C + j]);
+        for (int i = m + 1; i < L; i++)
+            acc = __fsub_rn(acc, z[i * C + m]);
+        dG[m] = acc;
+    }
+    __syncthreads();
+}
+
+/* Gradients of one chunk; w.Sst holds its start state, w.dS the cotangent
+   of its end state, replaced by that of its start state. */
+template <int P>
+__device__ void chunk_backward_one(const cws &w, const head &h, int64_t t0, int L, float *red)
+{
+    const int C = w.C, K = w.K, V = w.V, KV = K * V;
+    const float s = h.scale;
+    const float *q = h.q + t0 * h.qs, *k = h.k + t0 * h.qs, *v = h.v + t0 * h.vs,
+                *beta = h.beta + t0 * h.gs, *dO = h.dO + t0 * h.vs;
+    float *dq = h.dq + t0 * h.ks, *dk = h.dk + t0 * h.ks, *dv = h.dv + t0 * h.vs,
+          *dgo = h.dg + t0 * h.gs, *dbo = h.dbeta + t0 * h.gs, *dG = w.dG;
+    const float gl = w.G[L - 1], gC = expf(gl);
+
+    for (int i = threadIdx.x; i < L; i += blockDim.x)
+        dG[i] = 0.f, dbo[i * h.gs] = 0.f;
+    chunk_p<P>(w, h, t0, L);
+
+    /* (1) dV' = s P^T dO + diag(delta) K dSn */
+    blk_mm<P>(w.dVp, V, 0, L, V, L, mk(w.P, 1, C), mk(dO, h.vs, 1), false);
+    blk_mm<P>(w.tV, V, 0, L, V, K, mk(k, h.qs, 1), mk(w.dS, V, 1), false);
+    __syncthreads();
+    for (int e = threadIdx.x; e < L * V; e += blockDim.x)
+        w.dVp[e] = fmaf(expf(__fsub_rn(gl, w.G[e / V])), w.tV[e], __fmul_rn(s, w.dVp[e]));
+    /* (2) dP = s dO V'^T -> gate terms, then dP <- d(QK^T) = dP . M */
+    blk_mm<P>(w.dP, C, 0, L, L, V, mk(dO, h.vs, 1), mk(w.Vp, 1, V), false);
+    __syncthreads();
+    for (int e = threadIdx.x; e < L * L; e += blockDim.x) {
+        const int i = e / L, j = e % L;
+        float *x = &w.dP[i * C + j];
+        if (j > i) {
+            *x = 0.f;
+            continue;
+        }
+        const float y = __fmul_rn(s, *x);
+        if (j < i)
+            w.Z[i * C + j] = __fmul_rn(y, w.P[i * C + j]);
+        *x = __fmul_rn(y, w.Dm[i * C + j]);
+    }
+    __syncthreads();
+    pair_gates(dG, w.Z, C, L);
+    /* (3) dQ = d(QK^T) K + s diag(gamma) dO S^T, with its gamma gate term */
+    blk_mm<P>(dq, h.ks, 0, L, K, L, mk(w.dP, C, 1), mk(k, h.qs, 1), false);
+    blk_mm<P>(w.dQc, K, 0, L, K, V, mk(dO, h.vs, 1), mk(w.Sst, 1, V), false);
+    __syncthreads();
+    for (int i = threadIdx.x; i < L; i += blockDim.x) {
+        const float c = __fmul_rn(s, w.gam[i]);
+        float acc = 0.f;
+        for (int j = 0; j < K; j++) {
+            const float x = __fmul_rn(c, w.dQc[i * K + j]);
+            dq[i * h.ks + j] = __fadd_rn(dq[i * h.ks + j], x);
+            acc = fmaf(q[i * h.qs + j], x, acc);
+        }
+        dG[i] = __fadd_rn(dG[i], acc);
+    }
+    __syncthreads();
+    /* (4) dK = d(QK^T)^T Q + diag(delta) V' dSn^T, with its delta gate terms */
+    blk_mm<P>(dk, h.ks, 0, L, K, L, mk(w.dP, 1, C), mk(q, h.qs, 1), false);
+    blk_mm<P>(w.dKc, K, 0, L, K, V, mk(w.Vp, V, 1), mk(w.dS, 1, V), false);
+    __syncthreads();
+    for (int i = threadIdx.x; i < L; i += blockDim.x) {
+        const float d = expf(__fsub_rn(gl, w.G[i]));
+        float acc = 0.f;
+        for (int j = 0; j < K; j++) {
+            const float x = __fmul_rn(d, w.dKc[i * K + j]);
+            dk[i * h.ks + j] = __fadd_rn(dk[i * h.ks + j], x);
+            acc = fmaf(k[i * h.qs + j], x, acc);
+        }
+        w.tmp[i] = acc;
+    }
+    __syncthreads();
+    for (int m = threadIdx.x; m < L; m += blockDim.x) {
+        if (m < L - 1) {
+            dG[m] = __fsub_rn(dG[m], w.tmp[m]);
+            continue;
+        }
+        float acc = dG[m]; /* the CPU adds every row's term to dG[L-1] in turn */
+        for (int i = 0; i < L; i++)
+            acc = __fadd_rn(acc, w.tmp[i]);
+        dG[m] = __fsub_rn(acc, w.tmp[m]);
+    }
+    /* (5) dS = s Q^T diag(gamma) dO + gC dSn - W^T dV', and the gC gate */
+    const float sd = blk_dot(w.dS, w.Sst, KV, red); /* synchronises */
+    if (threadIdx.x == 0)
+        dG[L - 1] = __fadd_rn(dG[L - 1], __fmul_rn(gC, sd));
+    for (int e = threadIdx.x; e < L * V; e += blockDim.x) {
+        const int i = e / V, j = e % V;
+        w.tV[e] = __fmul_rn(w.gam[i], dO[i * h.vs + j]);
+    }
+    __syncthreads();
+    blk_mm<P>(w.dSn, V, 0, K, V, L, mk(q, 1, h.qs), mk(w.tV, V, 1), false);
+    blk_mm<P>(w.WtdV, V, 0, K, V, L, mk(w.W, 1, K), mk(w.dVp, V, 1), false);
+    /* (6) dW = -dV' S^T */
+    blk_mm<P>(w.dW, K, 0, L, K, V, mk(w.dVp, V, 1), mk(w.Sst, 1, V), false);
+    __syncthreads();
+    for (int e = threadIdx.x; e < KV; e += blockDim.x)
+        w.dS[e] = __fsub_rn(__fadd_rn(__fmul_rn(s, w.dSn[e]), __fmul_rn(gC, w.dS[e])), w.WtdV[e]);
+    for (int e = threadIdx.x; e < L * K; e += blockDim.x)
+        w.dW[e] = -w.dW[e];
+    __syncthreads();
+    /* (7) dT = dV' X^T + dW Y^T (strict lower); dX = T^T dV', dY = T^T dW */
+    blk_mm<P>(w.dT, C, 0, L, L, V, mk(w.dVp, V, 1), mk(w.X, 1, V), false);
+    __syncthreads();
+    blk_mm<P>(w.dT, C, 0, L, L, K, mk(w.dW, K, 1), mk(w.Y, 1, K), true);
+    blk_mm<P>(w.dX, V, 0, L, V, L, mk(w.T, 1, C), mk(w.dVp, V, 1), false);
+    blk_mm<P>(w.dY, K, 0, L, K, L, mk(w.T, 1, C), mk(w.dW, K, 1), false);
+    __syncthreads();
+    for (int e = threadIdx.x; e < L * L; e += blockDim.x) {
+        const int i = e / L, j = e % L;
+        if (j >= i)
+            w.dT[i * C + j] = 0.f;
+    }
+    for (int e = threadIdx.x; e < L * V; e += blockDim.x) {
+        const int i = e / V, j = e % V;
+        dv[i * h.vs + j] = __fmul_rn(beta[i * h.gs], w.dX[e]);
+    }
+    for (int i = threadIdx.x; i < L; i += blockDim.x) {
+        float x = 0.f, y = 0.f;
+        for (int j = 0; j < V; j++)
+            x = fmaf(w.dX[i * V + j], v[i * h.vs + j], x);
+        for (int j = 0; j < K; j++)
+            y = fmaf(w.dY[i * K + j], k[i * h.qs + j], y);
+        const float bg = __fmul_rn(beta[i * h.gs], w.gam[i]);
+        for (int j = 0; j < K; j++)
+            dk[i * h.ks + j] = fmaf(bg, w.dY[i * K + j], dk[i * h.ks + j]);
+        dbo[i * h.gs] = __fadd_rn(__fadd_rn(dbo[i * h.gs], x), __fmul_rn(w.gam[i], y));
+        dG[i] = __fadd_rn(dG[i], __fmul_rn(bg, y));
+    }
+    __syncthreads();
+    /* (8) dA = -T^T dT T^T on the strict lower triangle */
+    blk_mm<P>(w.Z, C, 0, L, L, L, mk(w.dT, C, 1), mk(w.T, 1, C), false);
+    __syncthreads();
+    blk_mm<P>(w.dA, C, 0, L, L, L, mk(w.T, 1, C), mk(w.Z, C, 1), false);
+    __syncthreads();
+    /* (9) A terms: gates, then dGram = dA . D into dA, dKb, dK, dbeta */
+    for (int e = threadIdx.x; e < L * L; e += blockDim.x) {
+        const int i = e / L, j = e % L;
+        float *x = &w.dA[i * C + j];
+        if (j >= i) {
+            *x = 0.f;
+            continue;
+        }
+        const float y = -*x;
+        w.Z[i * C + j] = __fmul_rn(y, w.A[i * C + j]);
+        *x = __fmul_rn(y, w.Dm[i * C + j]);
+    }
+    __syncthreads();
+    pair_gates(dG, w.Z, C, L);
+    blk_mm<P>(w.tK, K, 0, L, K, L, mk(w.dA, C, 1), mk(k, h.qs, 1), false);
+    blk_mm<P>(dk, h.ks, 0, L, K, L, mk(w.dA, 1, C), mk(w.Kb, K, 1), true);
+    __syncthreads();
+    for (int i = threadIdx.x; i < L; i += blockDim.x) {
+        float x = 0.f;
+        for (int j = 0; j < K; j++) {
+            dk[i * h.ks + j] = fmaf(beta[i * h.gs], w.tK[i * K + j], dk[i * h.ks + j]);
+            x = fmaf(w.tK[i * K + j], k[i * h.qs + j], x);
+        }
+        dbo[i * h.gs] = __fadd_rn(dbo[i * h.gs], x);
+    }
+    __syncthreads();
+    /* (10) dg = reverse cumulative sum of dG */
+    if (threadIdx.x == 0) {
+        float acc = 0.f;
+        for (int i = L - 1; i >= 0; i--) {
+            acc = __fadd_rn(acc, dG[i]);
+            dgo[i * h.gs] = acc;
+        }
+    }
+    __syncthreads();
+}
+
+template <int P>
+__global__ void __launch_bounds__(CHUNK_THREADS)
+    gdn_chunk_bwd_kernel(const ra_gpu_gdn_args a, int C, int inv, float *ws, int64_t ws_len)
+{
+    __shared__ float red[CHUNK_THREADS];
+    const int64_t bh = blockIdx.x;
+    const head h = make_head(a, bh);
+    const cws w = make_cws(ws + bh * ws_len, C, h.K, h.V, inv);
+    const int KV = h.K * h.V;
+    const int64_t nch = (h.T + C - 1) / C;
+    chunk_init_state(w, h);
+    for (int64_t c = 0; c < nch; c++) {
+        const int64_t t0 = c * C;
+        const int L = chunk_rows(h, C, c);
+        chunk_store_state<P>(w);
+        for (int e = threadIdx.x; e < KV; e += blockDim.x)
+            w.states[c * KV + e] = w.Sst[e];
+        chunk_prep<P>(w, h, t0, L);
+        chunk_vprime<P>(w, L);
+        chunk_update<P>(w, h, t0, L);
+    }
+    for (int e = threadIdx.x; e < KV; e += blockDim.x)
+        w.dS[e] = h.dht ? h.dht[e] : 0.f;
+    for (int64_t c = nch - 1; c >= 0; c--) {
+        const int64_t t0 = c * C;
+        const int L = chunk_rows(h, C, c);
+        __syncthreads();
+        for (int e = threadIdx.x; e < KV; e += blockDim.x)
+            w.Sst[e] = w.states[c * KV + e];
+        __syncthreads();
+        chunk_prep<P>(w, h, t0, L);
+        chunk_vprime<P>(w, L);
+        chunk_backward_one<P>(w, h, t0, L, red);
+    }
+    if (h.dh0)
+        for (int e = threadIdx.x; e < KV; e += blockDim.x)
+            h.dh0[e] = w.dS[e];
+}
+
+template <int P>
+static void launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, float *ws, int64_t ws_len)
+{
+    const unsigned grid = (unsigned)(a->s.B * a->s.Hv);
+    gdn_chunk_bwd_kernel<P><<<grid, CHUNK_THREADS>>>(*a, cfg->chunk, (int)cfg->inverse, ws, ws_len);
+}
+
+} // namespace ra_gpu
+
+cudaError_t ra_gpu_gdn_chunk_bwd(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, float *ws,
+                                 int64_t ws_len)
+{
+    switch (cfg->prec) {
+    case RA_GPU_PREC_IEEE:
+        ra_gpu::launch<RA_GPU_PREC_IEEE>(cfg, a, ws, ws_len);
+        break;
+    case RA_GPU_PREC_TF32:
+        ra_gpu::launch<RA_GPU_PREC_TF32>(cfg, a, ws, ws_len);
+        break;
+    case RA_GPU_PREC_TF32X3:
+        ra_gpu::launch<RA_GPU_PREC_TF32X3>(cfg, a, ws, ws_len);
+        break;
+    case RA_GPU_PREC_BF16:
+        ra_gpu::launch<RA_GPU_PREC_BF16>(cfg, a, ws, ws_len);
+        break;
+    default:
+        return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
