@@ -413,3 +413,30 @@ int ra_cli_audit_end(ra_cli_audit *s, ra_status st, const ra_cli_args *a, const 
     s->r = NULL;
     return rc;
 }
+
+int ra_cli_op_of_variants(ra_cli_args *a, const char *cmd)
+{
+    ra_registry *r;
+    if (ra_registry_new_with_plugins(&r, a->plugins) != RA_OK)
+        return 2;
+    const char *op = NULL;
+    int several = 0;
+    for (size_t i = 0; i < ra_registry_count(r); i++) {
+        const ra_variant *v = ra_registry_at(r, i);
+        if (!ra_glob_match(a->variant, v->name))
+            continue;
+        if (op && strcmp(op, v->op) != 0)
+            several = 1;
+        op = v->op;
+    }
+    const ra_op *row = op ? ra_op_find(op) : NULL;
+    ra_registry_free(r);
+    if (!row)
+        return ra_cli_usage_error(cmd, "no variant matches '%s' (see 'recaudit list variants')",
+                                  a->variant);
+    if (several)
+        return ra_cli_usage_error(cmd, "variants of several operations match '%s': give --op",
+                                  a->variant);
+    a->op = row->name; /* a string of the operation table: outlives r */
+    return 0;
+}

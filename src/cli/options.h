@@ -182,6 +182,11 @@ void ra_cli_help_flags(FILE *f);
    hint). */
 int ra_cli_case_spec(ra_case_spec *s, ra_cli_args *a);
 
+/* Without --op: sets a->op to the one operation of the variants a->variant
+   matches (with a's plugins); 0, or 2 after a usage error of cmd (no
+   variant matches, or variants of several operations do). */
+int ra_cli_op_of_variants(ra_cli_args *a, const char *cmd);
+
 /* --- the audit commands' pipeline ------------------------------------------ */
 
 /* Where audit, validate and check print lines that are not the table:
