@@ -12,6 +12,7 @@
 
 #include "audit/report.h"
 #include "cli/cli.h"
+#include "core/io.h"
 #include "core/op.h"
 #include "core/tensor.h"
 
@@ -329,6 +330,17 @@ int ra_cli_ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int ra_cli_output_not_input(const char *cmd, const char *out, const char *in)
+{
+    if (!ra_file_same(out, in))
+        return 0;
+    fprintf(stderr,
+            "recaudit %s: output '%s' is the input '%s' (the same file); refusing to "
+            "overwrite it\n",
+            cmd, out, in);
+    return 2;
 }
 
 /* --- generated cases ------------------------------------------------------- */

@@ -171,6 +171,12 @@ int ra_cli_no_more(const ra_cli_args *a);
 /* 1 if s ends with suffix. */
 int ra_cli_ends_with(const char *s, const char *suffix);
 
+/* 0 when the output file out is not the input file in; else 2 after
+   saying so.  Compared by device and inode (ra_file_same), so a symbolic
+   or hard link to the input counts as the input: an output never
+   overwrites what the command reads. */
+int ra_cli_output_not_input(const char *cmd, const char *out, const char *in);
+
 /* Prints the generation flags of every operation, one help line each. */
 void ra_cli_help_flags(FILE *f);
 

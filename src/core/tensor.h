@@ -25,6 +25,16 @@
 
 #include "recaudit/types.h"
 
+/* --- memory ------------------------------------------------------------------ */
+
+/* 1 when count elements of size bytes can plausibly be allocated: the
+   product does not overflow and stays within the machine's physical
+   memory and the process's address-space and data limits.  Sizes derived
+   from files (a shape, a state K*V) are checked with it before malloc:
+   sanitizer builds abort on a failed huge allocation instead of returning
+   NULL, and a file must never be able to end the program that way. */
+int ra_alloc_plausible(uint64_t count, uint64_t size);
+
 /* --- dtypes ------------------------------------------------------------------ */
 
 size_t ra_dtype_size(ra_dtype t);

@@ -56,6 +56,8 @@ typedef struct ra_gc_opts {
     long h_log2;      /* step 2^-h_log2, default 80 */
     uint64_t seed;    /* directions and cotangents of the random modes */
     int threads;      /* 0: OpenMP default */
+    const char *grads_what; /* names the given gradients (a file) in messages;
+                              NULL: the case's name */
 } ra_gc_opts;
 
 void ra_gc_opts_init(ra_gc_opts *o);
