@@ -239,14 +239,16 @@ static ra_status check_abi_symbol(const void *addr, const char *path)
     const ElfW(Sym) *sym = NULL;
     if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
         RA_ERRORF(RA_EUNSUPPORTED,
-                  "plugin %s: cannot find the ELF symbol entry of 'ra_plugin_abi_version'",
-                  path);
+                  "plugin %s: cannot find the ELF symbol entry of 'ra_plugin_abi_version'", path);
     int type = ELF64_ST_TYPE(sym->st_info);
     if (type != STT_OBJECT || sym->st_size != sizeof(int))
         RA_ERRORF(RA_EUNSUPPORTED,
                   "plugin %s: 'ra_plugin_abi_version' is %s of %llu bytes, not an int (define "
                   "'const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION;')",
-                  path, type == STT_FUNC ? "a function" : type == STT_OBJECT ? "an object" : "a symbol",
+                  path,
+                  type == STT_FUNC     ? "a function"
+                  : type == STT_OBJECT ? "an object"
+                                       : "a symbol",
                   (unsigned long long)sym->st_size);
     return RA_OK;
 }

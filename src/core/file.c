@@ -249,8 +249,8 @@ static int tmp_claim(void)
     install_handlers();
     for (int i = 0; i < TMP_SLOTS; i++) {
         int expected = SLOT_FREE;
-        if (__atomic_compare_exchange_n(&tmp_state[i], &expected, SLOT_CLAIMED, 0,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        if (__atomic_compare_exchange_n(&tmp_state[i], &expected, SLOT_CLAIMED, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
             return i;
     }
     return -1;

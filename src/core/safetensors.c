@@ -69,7 +69,8 @@ static ra_status parse_metadata(ra_kv *meta, json_t *m, const char *what)
     {
         if (!json_is_string(val))
             RA_ERRORF(RA_EFORMAT, "%s: __metadata__ key '%s': value is not a string", what, key);
-        RA_TRY(ra_kv_append(meta, key, json_string_value(val))); /* distinct: JSON_REJECT_DUPLICATES */
+        /* keys are distinct (JSON_REJECT_DUPLICATES): no lookup per key */
+        RA_TRY(ra_kv_append(meta, key, json_string_value(val)));
     }
     return RA_OK;
 }
