@@ -372,6 +372,11 @@ ra_status ra_tensors_add(ra_tensors *ts, ra_tensor *t)
         ts->items[at] = t;
         return RA_OK;
     }
+    return ra_tensors_append(ts, t);
+}
+
+ra_status ra_tensors_append(ra_tensors *ts, ra_tensor *t)
+{
     if (ts->n == ts->cap) {
         size_t cap = ts->cap ? 2 * ts->cap : 8;
         ra_tensor **items = realloc(ts->items, cap * sizeof *items);

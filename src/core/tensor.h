@@ -115,6 +115,10 @@ void ra_tensors_init(ra_tensors *ts);
 void ra_tensors_clear(ra_tensors *ts); /* frees every tensor */
 /* Takes ownership of t; a tensor of the same name is replaced. */
 ra_status ra_tensors_add(ra_tensors *ts, ra_tensor *t);
+/* Adds t at the end without looking for its name (O(1)): only for a name
+   known to be absent, e.g. read from a source whose names are distinct.
+   Takes ownership of t (freed on failure). */
+ra_status ra_tensors_append(ra_tensors *ts, ra_tensor *t);
 /* Creates a zero tensor and adds it; *out (if not NULL) points at it. */
 ra_status ra_tensors_new(ra_tensors *ts, ra_tensor **out, const char *name,
                          ra_dtype dtype, int ndim, const int64_t *shape);
