@@ -203,6 +203,9 @@ typedef struct ra_cli_audit {
     ra_audit_opts o;
 } ra_cli_audit;
 
+/* RA_EINVAL when --json names a file the command reads (input, --gates,
+   a --plugin), by device and inode as ra_cli_output_not_input. */
+ra_status ra_cli_json_not_input(const ra_cli_args *a, const char *input);
 /* The registry with a's --plugin list, the --gates table (NULL: the
    shipped one) and audit options using them with --allow-uncertified and
    --threads.  Whatever it returns, s is ready for ra_cli_audit_end. */
