@@ -12,6 +12,7 @@
 
 #include "audit/report.h"
 #include "cli/cli.h"
+#include "core/io.h"
 #include "core/op.h"
 #include "core/tensor.h"
 
@@ -331,6 +332,17 @@ int ra_cli_ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+int ra_cli_output_not_input(const char *cmd, const char *out, const char *in)
+{
+    if (!ra_file_same(out, in))
+        return 0;
+    fprintf(stderr,
+            "recaudit %s: output '%s' is the input '%s' (the same file); refusing to "
+            "overwrite it\n",
+            cmd, out, in);
+    return 2;
+}
+
 /* --- generated cases ------------------------------------------------------- */
 
 /* Copies src into a spec field; 0, or 2 after a usage error. */
@@ -379,6 +391,23 @@ FILE *ra_cli_info_stream(ra_format fmt)
     return fmt == RA_FMT_TEXT || fmt == RA_FMT_MARKDOWN ? stdout : stderr;
 }
 
+ra_status ra_cli_json_not_input(const ra_cli_args *a, const char *input)
+{
+    if (!a->json || strcmp(a->json, "-") == 0)
+        return RA_OK;
+    const char *in = input && ra_file_same(a->json, input) ? input : NULL;
+    if (!in && a->gates && ra_file_same(a->json, a->gates))
+        in = a->gates;
+    for (size_t i = 0; !in && i < a->nplugins; i++)
+        if (ra_file_same(a->json, a->plugins[i]))
+            in = a->plugins[i];
+    if (in)
+        RA_ERRORF(RA_EINVAL,
+                  "--json '%s' is the input '%s' (the same file); refusing to overwrite it",
+                  a->json, in);
+    return RA_OK;
+}
+
 ra_status ra_cli_audit_begin(ra_cli_audit *s, const ra_cli_args *a)
 {
     s->r = NULL;
@@ -389,6 +418,7 @@ ra_status ra_cli_audit_begin(ra_cli_audit *s, const ra_cli_args *a)
     s->o.gates_path = a->gates;
     s->o.allow_uncertified = a->allow_uncertified;
     s->o.threads = (int)a->threads;
+    RA_TRY(ra_cli_json_not_input(a, NULL));
     RA_TRY(ra_registry_new_with_plugins(&s->r, a->plugins));
     return ra_gates_load(&s->gates, a->gates);
 }
