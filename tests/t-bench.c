@@ -20,18 +20,10 @@
  * shapes and dtypes the test variants write, counted by hand.
  */
 
-/* A case id: gdn, default regime, f32, seed 1; gradients when bwd. */
+/* A checked case id: gdn, default regime, f32, seed 1; gradients when bwd. */
 static ra_case_spec make_id(const char *shape, int bwd)
 {
-    ra_case_spec id;
-    ra_case_spec_init(&id);
-    strcpy(id.op, "gdn");
-    strcpy(id.shape, shape);
-    strcpy(id.regime, "default");
-    strcpy(id.dtype, "f32");
-    id.has_seed = 1;
-    id.seed = 1;
-    id.bwd = bwd;
+    ra_case_spec id = tu_gdn_spec(shape, 1, 0, bwd);
     ck_assert_int_eq(ra_case_spec_check(&id, "test"), RA_OK);
     return id;
 }
@@ -127,6 +119,24 @@ static ra_registry *test_registry(void)
     return r;
 }
 
+#define SHAPE "B=1,T=64,Hk=1,Hv=2,K=4,V=4"
+
+/* ra_bench_case over the test variants matching glob with reps
+   repetitions (the counters of the timed variants reset first). */
+static ra_status bench_test(ra_bench_rows *rows, const char *glob, int bwd, int reps)
+{
+    calls_fwd = calls_bwd = 0;
+    ra_registry *r = test_registry();
+    ra_case_spec id = make_id(SHAPE, bwd);
+    ra_bench_opts o;
+    ra_bench_opts_init(&o);
+    o.reps = reps;
+    ra_bench_rows_init(rows);
+    ra_status st = ra_bench_case(rows, r, glob, &id, &o);
+    ra_registry_free(r);
+    return st;
+}
+
 static const ra_bench_row *find_row(const ra_bench_rows *rows, const char *variant,
                                     const char *dir)
 {
@@ -140,15 +150,8 @@ static const ra_bench_row *find_row(const ra_bench_rows *rows, const char *varia
 /* Five repetitions of the timed variant on B=1, T=64, Hk=1, Hv=2, K=V=4. */
 START_TEST(data_timed_rows)
 {
-    calls_fwd = calls_bwd = 0;
-    ra_registry *r = test_registry();
-    ra_case_spec id = make_id("B=1,T=64,Hk=1,Hv=2,K=4,V=4", 1);
-    ra_bench_opts o;
-    ra_bench_opts_init(&o);
-    o.reps = 5;
     ra_bench_rows rows;
-    ra_bench_rows_init(&rows);
-    ck_assert_int_eq(ra_bench_case(&rows, r, "gdn.t.timed", &id, &o), RA_OK);
+    ck_assert_int_eq(bench_test(&rows, "gdn.t.timed", 1, 5), RA_OK);
     ck_assert_uint_eq(rows.n, 3);
     ck_assert_uint_eq(rows.failed, 0);
 
@@ -176,6 +179,7 @@ START_TEST(data_timed_rows)
        2048 plus dht 2*4*4*4 = 128 when the generator wrote it. */
     ra_case c;
     ra_case_init(&c);
+    ra_case_spec id = make_id(SHAPE, 1);
     ck_assert_int_eq(ra_case_spec_generate(&c, &id), RA_OK);
     const double cot = 2048 + (ra_tensors_find(&c.tensors, "dht") ? 128 : 0);
     ra_case_clear(&c);
@@ -196,7 +200,6 @@ START_TEST(data_timed_rows)
     ck_assert_str_eq(ra_table_cell(t, 0, 8), "0.002091");
     ra_table_free(t);
     ra_bench_rows_clear(&rows);
-    ra_registry_free(r);
 }
 END_TEST
 
@@ -204,15 +207,8 @@ END_TEST
    and the run goes on after the failure. */
 START_TEST(special_skip_fail_wall)
 {
-    calls_fwd = calls_bwd = 0;
-    ra_registry *r = test_registry();
-    ra_case_spec id = make_id("B=1,T=64,Hk=1,Hv=2,K=4,V=4", 1);
-    ra_bench_opts o;
-    ra_bench_opts_init(&o);
-    o.reps = 3;
     ra_bench_rows rows;
-    ra_bench_rows_init(&rows);
-    ck_assert_int_eq(ra_bench_case(&rows, r, "gdn.t.*", &id, &o), RA_OK);
+    ck_assert_int_eq(bench_test(&rows, "gdn.t.*", 1, 3), RA_OK);
     ck_assert_uint_eq(rows.failed, 1);
     const ra_bench_row *sk = find_row(&rows, "gdn.t.fwdonly", "fwd+bwd");
     ck_assert_int_eq(sk->reps, 0);
@@ -224,29 +220,20 @@ START_TEST(special_skip_fail_wall)
     /* forward-only: the untimed variant is skipped with gradients asked for,
        so ask again without them */
     ra_bench_rows_clear(&rows);
-    id.bwd = 0;
-    ck_assert_int_eq(ra_bench_case(&rows, r, "gdn.t.untimed", &id, &o), RA_OK);
+    ck_assert_int_eq(bench_test(&rows, "gdn.t.untimed", 0, 3), RA_OK);
     ck_assert_uint_eq(rows.n, 1);
     const ra_bench_row *w = find_row(&rows, "gdn.t.untimed", "fwd");
     ck_assert_str_eq(w->timer, "wall");
     ck_assert(w->min_ms >= 0 && w->min_ms <= w->median_ms && w->median_ms <= w->max_ms);
     ra_bench_rows_clear(&rows);
-    ra_registry_free(r);
 }
 END_TEST
 
 START_TEST(special_refusals)
 {
-    ra_registry *r = test_registry();
-    ra_case_spec id = make_id("B=1,T=64,Hk=1,Hv=2,K=4,V=4", 0);
-    ra_bench_opts o;
-    ra_bench_opts_init(&o);
-    o.reps = 0;
     ra_bench_rows rows;
-    ra_bench_rows_init(&rows);
-    tu_expect_error(ra_bench_case(&rows, r, "gdn.t.*", &id, &o), RA_EINVAL, "repetitions");
+    tu_expect_error(bench_test(&rows, "gdn.t.*", 0, 0), RA_EINVAL, "repetitions");
     ck_assert_uint_eq(rows.n, 0);
-    ra_registry_free(r);
 }
 END_TEST
 

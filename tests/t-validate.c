@@ -45,17 +45,7 @@ static ra_gates test_gates(const char *text)
 /* A case id: op gdn, regime default, dtype f32, a seed, gradients. */
 static ra_case_spec make_id(const char *shape, uint64_t seed, int h0)
 {
-    ra_case_spec id;
-    ra_case_spec_init(&id);
-    strcpy(id.op, "gdn");
-    strcpy(id.shape, shape);
-    strcpy(id.regime, "default");
-    strcpy(id.dtype, "f32");
-    id.has_seed = 1;
-    id.seed = seed;
-    id.flags = h0 ? RA_GDN_FLAG_H0 : 0;
-    id.bwd = 1;
-    return id;
+    return tu_gdn_spec(shape, seed, h0 ? RA_GDN_FLAG_H0 : 0, 1);
 }
 
 static ra_case_spec test_id(void) { return make_id("B=1,T=4,Hk=1,Hv=1,K=1,V=1", 5, 0); }

@@ -356,3 +356,18 @@ int tu_cmp_double(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
+
+ra_case_spec tu_gdn_spec(const char *shape, uint64_t seed, unsigned flags, int bwd)
+{
+    ra_case_spec id;
+    ra_case_spec_init(&id);
+    snprintf(id.op, sizeof id.op, "gdn");
+    snprintf(id.shape, sizeof id.shape, "%s", shape);
+    snprintf(id.regime, sizeof id.regime, "default");
+    snprintf(id.dtype, sizeof id.dtype, "f32");
+    id.has_seed = 1;
+    id.seed = seed;
+    id.flags = flags;
+    id.bwd = bwd;
+    return id;
+}

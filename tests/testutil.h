@@ -28,6 +28,7 @@
 
 #include "core/case.h"
 #include "core/gdn_case.h"
+#include "core/op.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -114,6 +115,10 @@ const char *tu_scratch(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 int tu_count_entries(const char *dir);
 
 /* --- tensors and cases ---------------------------------------------------------------------- */
+
+/* A gdn case spec: the shape as given, regime default, dtype f32, the
+   seed, RA_GDN_FLAG_* flags, gradients when bwd (not checked). */
+ra_case_spec tu_gdn_spec(const char *shape, uint64_t seed, unsigned flags, int bwd);
 
 /* A new tensor in ts holding vals rounded to dt (vals NULL: zeros). */
 ra_tensor *tu_add(ra_tensors *ts, const char *name, ra_dtype dt, int ndim, const int64_t *shape,
