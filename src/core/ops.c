@@ -16,8 +16,13 @@
  */
 
 extern const ra_op ra_op_gdn;
+extern const ra_op ra_op_scan_linear, ra_op_scan_affine, ra_op_scan_log;
 
-static const ra_op *const ops[] = {&ra_op_gdn, NULL};
+static const ra_op *const ops[] = {
+    &ra_op_gdn,
+    &ra_op_scan_linear, &ra_op_scan_affine, &ra_op_scan_log,
+    NULL,
+};
 
 const ra_op *const *ra_ops(void) { return ops; }
 
