@@ -119,7 +119,7 @@ static int conformal(const ra_tensor *A, int64_t k, char *why, size_t len)
         for (int64_t i = 0; i < k; i++)
             for (int64_t j = 0; j < k; j++)
                 dev = fmax(dev, fabs(g[i * k + j] - (i == j ? s2 : 0)));
-        if (!(s2 >= 0.25 && dev <= s2 / 64)) {
+        if (!(s2 >= 0.25 * (1 - 0x1p-6) && dev <= s2 * 0x1p-6)) {
             snprintf(why, len, "needs conformal transitions with scale >= 1/2 (requirement "
                      "conformal): transition %lld has s^2 = %.3g, |A^T A - s^2 I| = %.3g",
                      (long long)m, s2, dev);
