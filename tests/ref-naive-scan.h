@@ -104,17 +104,15 @@ static inline void ns_affine(nscan *r, const double *x0, const double *x1, const
                 ns_mm(Ab + (t + 1) * kk, A + t * kk, Ab + t * kk, k, k, k);
                 ns_mm(Bb + (t + 1) * kv, A + t * kk, Bb + t * kv, k, k, v);
                 for (int64_t i = 0; i < kv; i++)
-                    mpfr_add(Bb[(t + 1) * kv + i], Bb[(t + 1) * kv + i], Bi[t * kv + i],
-                             MPFR_RNDN);
+                    mpfr_add(Bb[(t + 1) * kv + i], Bb[(t + 1) * kv + i], Bi[t * kv + i], MPFR_RNDN);
                 for (int64_t i = 0; i < kk; i++)
                     mpfr_set(r->y0[off * kk + i], Ab[(t + 1) * kk + i], MPFR_RNDN);
                 for (int64_t i = 0; i < kv; i++)
                     mpfr_set(r->y1[off * kv + i], Bb[(t + 1) * kv + i], MPFR_RNDN);
             }
             /* explicit sums over s >= t with M = A_s ... A_{t+1} */
-            mpfr_t *M = ns_alloc(kk), *Mn = ns_alloc(kk), *HA = ns_alloc(kk),
-                   *HB = ns_alloc(kv), *tA = ns_alloc(kk), *tB = ns_alloc(kv),
-                   *dA = ns_alloc(kk), *tmp = ns_alloc(kk);
+            mpfr_t *M = ns_alloc(kk), *Mn = ns_alloc(kk), *HA = ns_alloc(kk), *HB = ns_alloc(kv),
+                   *tA = ns_alloc(kk), *tB = ns_alloc(kv), *dA = ns_alloc(kk), *tmp = ns_alloc(kk);
             for (int64_t t = 0; t < T; t++) {
                 int64_t off = (b * T + t) * N + n;
                 for (int64_t i = 0; i < kk; i++)

@@ -1,4 +1,5 @@
-/* Tests of the scan family's CPU variants against their gates: strategies, TF32, the quick suite. */
+/* Tests of the scan family's CPU variants against their gates: strategies, TF32, the quick suite.
+ */
 #include <config.h>
 
 #include <check.h>
@@ -213,8 +214,8 @@ START_TEST(regress_quick)
                 }
             int rotation = strncmp(sp->regime, "rotation", 8) == 0;
             if ((var->caps & RA_SCAN_NEEDS_CONFORMAL) && !rotation)
-                ck_assert_msg(skip == 1 && pass == 0, "%s line %d: %zu skip", *v, quick.rows[c].line,
-                              skip);
+                ck_assert_msg(skip == 1 && pass == 0, "%s line %d: %zu skip", *v,
+                              quick.rows[c].line, skip);
             else
                 ck_assert_msg(pass > 0 && skip == 0, "%s line %d: %zu pass %zu skip", *v,
                               quick.rows[c].line, pass, skip);

@@ -58,7 +58,10 @@ static void reference(ra_case *ref, const ra_case *c)
     ck_assert_str_eq(ra_case_param(ref, "certified"), "yes");
 }
 
-static double at(const ra_case *c, const char *name, int64_t i) { return tu_at(&c->tensors, name, i); }
+static double at(const ra_case *c, const char *name, int64_t i)
+{
+    return tu_at(&c->tensors, name, i);
+}
 
 START_TEST(special_a_zero)
 {
@@ -104,7 +107,8 @@ START_TEST(special_identity)
                 for (int64_t q = 0; q <= t; q++)
                     bb += at(&c, "Bm", q * 4 + i * 2 + j);
                 for (int64_t q = t; q < 3; q++)
-                    gb += at(&c, "dBbar", q * 4 + i * 2 + j), ga += at(&c, "dAbar", q * 4 + i * 2 + j);
+                    gb += at(&c, "dBbar", q * 4 + i * 2 + j),
+                        ga += at(&c, "dAbar", q * 4 + i * 2 + j);
                 ck_assert(fabs(at(&r, "Bbar", t * 4 + i * 2 + j) - bb) <= 1e-15);
                 ck_assert(fabs(at(&r, "dBm", t * 4 + i * 2 + j) - gb) <= 1e-15);
                 /* dA_t[i][j] = sum_s dAbar_s[i][j] + sum_q HB[i][q] Bbar_{t-1}[j][q] */
@@ -214,8 +218,8 @@ START_TEST(data_explicit_t3)
             for (int q = 0; q < 2; q++)
                 want += ha[q] * A[0][j][q];
             want += hb * Bv[0][j];
-            ck_assert_msg(at(&r, "dA", 1 * 4 + i * 2 + j) == want, "dA_2[%d][%d] %g want %g", i,
-                          j, at(&r, "dA", 4 + i * 2 + j), want);
+            ck_assert_msg(at(&r, "dA", 1 * 4 + i * 2 + j) == want, "dA_2[%d][%d] %g want %g", i, j,
+                          at(&r, "dA", 4 + i * 2 + j), want);
         }
         ck_assert(at(&r, "Bbar", 2 * 2 + i) == b3);
         double g1 = GB[0][i];
@@ -373,8 +377,8 @@ START_TEST(data_bad_input)
     ra_case_clear(&c);
     /* gradient checks need the cotangent of h */
     mkcase(&c, &s2, -1, 1, 67, 1);
-    tu_expect_error(ra_gradcheck(&gr, &ra_gc_op_scan_linear, &c, &go, NULL, "case"),
-                    RA_ENOTFOUND, "'dh'");
+    tu_expect_error(ra_gradcheck(&gr, &ra_gc_op_scan_linear, &c, &go, NULL, "case"), RA_ENOTFOUND,
+                    "'dh'");
     ra_case_clear(&c);
     /* shapes outside the envelope are refused when parsed */
     ra_scan_shape sh;
@@ -405,7 +409,8 @@ START_TEST(data_generator)
             for (int j = 0; j < 4; j++) {
                 double d = 0;
                 for (int p = 0; p < 4; p++)
-                    d += ra_tensor_get(A, m * 16 + p * 4 + i) * ra_tensor_get(A, m * 16 + p * 4 + j);
+                    d +=
+                        ra_tensor_get(A, m * 16 + p * 4 + i) * ra_tensor_get(A, m * 16 + p * 4 + j);
                 ck_assert(fabs(d - (i == j ? 0.25 : 0)) < 1e-7);
             }
     ra_case_clear(&c);

@@ -48,10 +48,8 @@ const ra_op_item ra_scan_affine_regimes[] = {
     {"strong-decay", "A = N(0,1) 0.1/sqrt(k): spectral radius about 0.1"},
     {NULL, NULL},
 };
-static const regime affine_rows[] = {{A_NORMAL, 0.5, 0.1},
-                                     {A_ROTATION, 0.5, 0.1},
-                                     {A_ROTATION, 0.99, 0.1},
-                                     {A_NORMAL, 0.1, 0.1}};
+static const regime affine_rows[] = {
+    {A_NORMAL, 0.5, 0.1}, {A_ROTATION, 0.5, 0.1}, {A_ROTATION, 0.99, 0.1}, {A_NORMAL, 0.1, 0.1}};
 
 const ra_op_item ra_scan_log_regimes[] = {
     {"default", "log_coeffs = logsigmoid(N(0,1)) (minGRU's -softplus), log_values ~ N(0,1); "
@@ -78,7 +76,8 @@ static const regime *find_regime(ra_scan_kind kind, const char *name)
     for (size_t i = 0; items[kind][i].name; i++)
         if (strcmp(items[kind][i].name, name) == 0)
             return &rows[kind][i];
-    RA_REPORTF(RA_EINVAL, "gen %s: unknown regime '%s' (recaudit list regimes shows the known ones)",
+    RA_REPORTF(RA_EINVAL,
+               "gen %s: unknown regime '%s' (recaudit list regimes shows the known ones)",
                ra_scan_op_name(kind), name);
     return NULL;
 }

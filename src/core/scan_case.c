@@ -18,8 +18,7 @@ static const char *const names[3][9] = {
     /* op, in0, in1, out0, out1, cot0, cot1, grad0, grad1 */
     {"scan.linear", "a", "x", "P", "h", "dP", "dh", "da", "dx"},
     {"scan.affine", "A", "Bm", "Abar", "Bbar", "dAbar", "dBbar", "dA", "dBm"},
-    {"scan.log", "log_coeffs", "log_values", NULL, "h", NULL, "dh", "dlog_coeffs",
-     "dlog_values"},
+    {"scan.log", "log_coeffs", "log_values", NULL, "h", NULL, "dh", "dlog_coeffs", "dlog_values"},
 };
 
 const char *ra_scan_op_name(ra_scan_kind kind) { return names[kind][0]; }
@@ -36,10 +35,7 @@ int ra_scan_kind_of(const char *op)
     return -1;
 }
 
-static int in_envelope(int64_t x)
-{
-    return x == 1 || x == 2 || x == 4 || x == 8 || x == 16;
-}
+static int in_envelope(int64_t x) { return x == 1 || x == 2 || x == 4 || x == 8 || x == 16; }
 
 #define SHAPE_MAX_DIM ((int64_t)1 << 31)
 
@@ -89,8 +85,8 @@ ra_status ra_scan_shape_parse(ra_scan_shape *s, ra_scan_kind kind, const char *t
             RA_ERRORF(RA_EINVAL, "--shape '%s': missing %s (e.g. %s)", text, keys[i], example);
     for (int i = 3; affine && i < 5; i++)
         if (!in_envelope(val[i]))
-            RA_ERRORF(RA_EINVAL, "--shape '%s': %s=%lld is outside the envelope {1,2,4,8,16}",
-                      text, keys[i], (long long)val[i]);
+            RA_ERRORF(RA_EINVAL, "--shape '%s': %s=%lld is outside the envelope {1,2,4,8,16}", text,
+                      keys[i], (long long)val[i]);
     *s = (ra_scan_shape){kind, val[0], val[1], val[2], affine ? val[3] : 1, affine ? val[4] : 1};
     return RA_OK;
 }
@@ -98,8 +94,8 @@ ra_status ra_scan_shape_parse(ra_scan_shape *s, ra_scan_kind kind, const char *t
 void ra_scan_shape_format(char *buf, size_t len, const ra_scan_shape *s)
 {
     if (s->kind == RA_SCAN_AFFINE)
-        snprintf(buf, len, "B=%lld,T=%lld,N=%lld,k=%lld,v=%lld", (long long)s->B,
-                 (long long)s->T, (long long)s->N, (long long)s->k, (long long)s->v);
+        snprintf(buf, len, "B=%lld,T=%lld,N=%lld,k=%lld,v=%lld", (long long)s->B, (long long)s->T,
+                 (long long)s->N, (long long)s->k, (long long)s->v);
     else
         snprintf(buf, len, "B=%lld,T=%lld,D=%lld", (long long)s->B, (long long)s->T,
                  (long long)s->N);
@@ -155,14 +151,14 @@ ra_status ra_scan_problem_init(ra_scan_problem *p, const ra_case *c, unsigned fl
         what = "case";
     int kind = ra_scan_kind_of(c->op);
     if (kind < 0)
-        RA_ERRORF(RA_EINVAL, "%s: op is '%s', expected scan.linear, scan.affine or scan.log",
-                  what, c->op ? c->op : "(none)");
+        RA_ERRORF(RA_EINVAL, "%s: op is '%s', expected scan.linear, scan.affine or scan.log", what,
+                  c->op ? c->op : "(none)");
     ra_tensor *in[2];
     for (int j = 0; j < 2; j++)
         RA_TRY(ra_tensors_require(&in[j], &c->tensors, names[kind][1 + j], what));
     const int nd = kind == RA_SCAN_AFFINE ? 5 : 3;
-    static const char *const axes5[] = {"B", "T", "N", "k", "k"}, *const axes5v[] = {
-                                                                      "B", "T", "N", "k", "v"};
+    static const char *const axes5[] = {"B", "T", "N", "k", "k"}, *const axes5v[] = {"B", "T", "N",
+                                                                                     "k", "v"};
     static const char *const axes3[] = {"B", "T", "D"}, *const axes3s[] = {"B", "T+1", "D"};
     if (in[0]->ndim != nd)
         RA_ERRORF(RA_EINVAL, "%s: tensor '%s' has %d dims, expected %d %s", what, in[0]->name,
@@ -178,11 +174,15 @@ ra_status ra_scan_problem_init(ra_scan_problem *p, const ra_case *c, unsigned fl
     if (kind == RA_SCAN_AFFINE) {
         s.k = in[0]->shape[3], s.v = in[1]->shape[4];
         if (!in_envelope(s.k))
-            RA_ERRORF(RA_EINVAL, "%s: tensor '%s' axis 3 (k) is %lld, outside the envelope "
-                      "{1,2,4,8,16}", what, in[0]->name, (long long)s.k);
+            RA_ERRORF(RA_EINVAL,
+                      "%s: tensor '%s' axis 3 (k) is %lld, outside the envelope "
+                      "{1,2,4,8,16}",
+                      what, in[0]->name, (long long)s.k);
         if (!in_envelope(s.v))
-            RA_ERRORF(RA_EINVAL, "%s: tensor '%s' axis 4 (v) is %lld, outside the envelope "
-                      "{1,2,4,8,16}", what, in[1]->name, (long long)s.v);
+            RA_ERRORF(RA_EINVAL,
+                      "%s: tensor '%s' axis 4 (v) is %lld, outside the envelope "
+                      "{1,2,4,8,16}",
+                      what, in[1]->name, (long long)s.v);
     }
     int64_t d[5];
     ra_scan_in_shape(d, &s, 0);
@@ -200,8 +200,10 @@ ra_status ra_scan_problem_init(ra_scan_problem *p, const ra_case *c, unsigned fl
         }
     }
     if ((flags & RA_SCAN_NEED_COTANGENTS) && !p->cot[1])
-        RA_ERRORF(RA_ENOTFOUND, "%s: missing tensor '%s' (the output cotangent the backward "
-                  "needs)", what, names[kind][6]);
+        RA_ERRORF(RA_ENOTFOUND,
+                  "%s: missing tensor '%s' (the output cotangent the backward "
+                  "needs)",
+                  what, names[kind][6]);
     const ra_tensor *all[] = {in[0], in[1], p->cot[0], p->cot[1]};
     for (size_t i = 0; i < 4; i++)
         if (all[i])

@@ -80,8 +80,7 @@ static inline int64_t ra_scan_lane_step(const ra_scan_shape *s, int64_t b, int64
 {
     return (b * s->T + t) * s->N + n;
 }
-static inline int64_t ra_scan_log_slot(const ra_scan_shape *s, int64_t b, int64_t slot,
-                                       int64_t n)
+static inline int64_t ra_scan_log_slot(const ra_scan_shape *s, int64_t b, int64_t slot, int64_t n)
 {
     return (b * (s->T + 1) + slot) * s->N + n;
 }

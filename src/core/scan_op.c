@@ -20,17 +20,25 @@
  */
 
 static const ra_op_tensor linear_tensors[] = {
-    {"a", RA_ROLE_INPUT, "B,T,D", 0, 0},          {"x", RA_ROLE_INPUT, "B,T,D", 0, 0},
-    {"dP", RA_ROLE_COTANGENT, "B,T,D", 1, 0},     {"dh", RA_ROLE_COTANGENT, "B,T,D", 0, 0},
-    {"P", RA_ROLE_OUTPUT, "B,T,D", 0, 0},         {"h", RA_ROLE_OUTPUT, "B,T,D", 0, 0},
-    {"da", RA_ROLE_GRADIENT, "B,T,D", 0, 0},      {"dx", RA_ROLE_GRADIENT, "B,T,D", 0, 0},
+    {"a", RA_ROLE_INPUT, "B,T,D", 0, 0},
+    {"x", RA_ROLE_INPUT, "B,T,D", 0, 0},
+    {"dP", RA_ROLE_COTANGENT, "B,T,D", 1, 0},
+    {"dh", RA_ROLE_COTANGENT, "B,T,D", 0, 0},
+    {"P", RA_ROLE_OUTPUT, "B,T,D", 0, 0},
+    {"h", RA_ROLE_OUTPUT, "B,T,D", 0, 0},
+    {"da", RA_ROLE_GRADIENT, "B,T,D", 0, 0},
+    {"dx", RA_ROLE_GRADIENT, "B,T,D", 0, 0},
     {NULL, 0, NULL, 0, 0},
 };
 static const ra_op_tensor affine_tensors[] = {
-    {"A", RA_ROLE_INPUT, "B,T,N,k,k", 0, 0},      {"Bm", RA_ROLE_INPUT, "B,T,N,k,v", 0, 0},
-    {"dAbar", RA_ROLE_COTANGENT, "B,T,N,k,k", 1, 0}, {"dBbar", RA_ROLE_COTANGENT, "B,T,N,k,v", 0, 0},
-    {"Abar", RA_ROLE_OUTPUT, "B,T,N,k,k", 0, 0},  {"Bbar", RA_ROLE_OUTPUT, "B,T,N,k,v", 0, 0},
-    {"dA", RA_ROLE_GRADIENT, "B,T,N,k,k", 0, 0},  {"dBm", RA_ROLE_GRADIENT, "B,T,N,k,v", 0, 0},
+    {"A", RA_ROLE_INPUT, "B,T,N,k,k", 0, 0},
+    {"Bm", RA_ROLE_INPUT, "B,T,N,k,v", 0, 0},
+    {"dAbar", RA_ROLE_COTANGENT, "B,T,N,k,k", 1, 0},
+    {"dBbar", RA_ROLE_COTANGENT, "B,T,N,k,v", 0, 0},
+    {"Abar", RA_ROLE_OUTPUT, "B,T,N,k,k", 0, 0},
+    {"Bbar", RA_ROLE_OUTPUT, "B,T,N,k,v", 0, 0},
+    {"dA", RA_ROLE_GRADIENT, "B,T,N,k,k", 0, 0},
+    {"dBm", RA_ROLE_GRADIENT, "B,T,N,k,v", 0, 0},
     {NULL, 0, NULL, 0, 0},
 };
 static const ra_op_tensor log_tensors[] = {
@@ -110,7 +118,8 @@ static int conformal(const ra_tensor *A, int64_t k, char *why, size_t len)
             for (int64_t j = 0; j < k; j++) {
                 double d = 0;
                 for (int64_t p = 0; p < k; p++)
-                    d += ra_tensor_get(A, m * kk + p * k + i) * ra_tensor_get(A, m * kk + p * k + j);
+                    d +=
+                        ra_tensor_get(A, m * kk + p * k + i) * ra_tensor_get(A, m * kk + p * k + j);
                 g[i * k + j] = d;
             }
         for (int64_t i = 0; i < k; i++)
@@ -120,7 +129,8 @@ static int conformal(const ra_tensor *A, int64_t k, char *why, size_t len)
             for (int64_t j = 0; j < k; j++)
                 dev = fmax(dev, fabs(g[i * k + j] - (i == j ? s2 : 0)));
         if (!(s2 >= 0.25 * (1 - 0x1p-6) && dev <= s2 * 0x1p-6)) {
-            snprintf(why, len, "needs conformal transitions with scale >= 1/2 (requirement "
+            snprintf(why, len,
+                     "needs conformal transitions with scale >= 1/2 (requirement "
                      "conformal): transition %lld has s^2 = %.3g, |A^T A - s^2 I| = %.3g",
                      (long long)m, s2, dev);
             return 0;
@@ -155,12 +165,11 @@ static ra_status spec_check(const ra_case_spec *s)
         .identify = identify, .supports = supports, .ref = &refrow, .gradcheck = &gcrow            \
     }
 
-const ra_op ra_op_scan_linear =
-    ROW("scan.linear",
-        "linear scan: a, x [B,T,D] -> P (running product), h = a h + x [B,T,D] (docs/scan.md)",
-        linear_tensors, rotation_params, ra_scan_linear_regimes, NULL, linear, "B=2,T=64,D=8",
-        "B=1,T=1024,D=64", "B=1,T=6,D=2", "B=2,T=48,D=3", ra_ref_op_scan_linear,
-        ra_gc_op_scan_linear);
+const ra_op ra_op_scan_linear = ROW(
+    "scan.linear",
+    "linear scan: a, x [B,T,D] -> P (running product), h = a h + x [B,T,D] (docs/scan.md)",
+    linear_tensors, rotation_params, ra_scan_linear_regimes, NULL, linear, "B=2,T=64,D=8",
+    "B=1,T=1024,D=64", "B=1,T=6,D=2", "B=2,T=48,D=3", ra_ref_op_scan_linear, ra_gc_op_scan_linear);
 const ra_op ra_op_scan_affine =
     ROW("scan.affine",
         "affine scan: A [B,T,N,k,k], Bm [B,T,N,k,v] -> Abar = A Abar, Bbar = A Bbar + Bm; k, v in "

@@ -96,16 +96,13 @@ static void step(const prob *p, int tf32, int64_t st, const float *Ai, const flo
 
 /* Scratch of one lane: states 0..T (store) or checkpoints, and temporaries. */
 typedef struct lane {
-    int64_t kk, kv, nst, ncp; /* ncp: checkpoints before the segment area */
-    float *SA, *SB;                   /* states (index = time) */
+    int64_t kk, kv, nst, ncp;          /* ncp: checkpoints before the segment area */
+    float *SA, *SB;                    /* states (index = time) */
     float *GA, *GB, *tA, *tB, *dA, *M; /* M: k x (k + k + v) elimination matrix */
-    float *cA, *cB;                   /* current recovered state (reversal) */
+    float *cA, *cB;                    /* current recovered state (reversal) */
 } lane;
 
-static void lane_free(lane *l)
-{
-    free(l->SA), free(l->SB), free(l->GA);
-}
+static void lane_free(lane *l) { free(l->SA), free(l->SB), free(l->GA); }
 
 static ra_status lane_init(lane *l, const ra_scan_shape *s, int64_t nst, int64_t ncp)
 {
@@ -253,13 +250,14 @@ static void prev_state(lane *l, const prob *p, const ra_cpu_scan_cfg *cfg, int64
     case RA_CPU_SCAN_RECOMPUTE:
         /* segment of t-1: re-run from its checkpoint when entering it from above */
         if (t == p->s.T || t % span == 0) {
-            const int64_t c0 = (t - 1) / span; /* checkpoint index */
+            const int64_t c0 = (t - 1) / span;                        /* checkpoint index */
             float *A = l->SA + l->ncp * kk, *B = l->SB + l->ncp * kv; /* segment area */
             memcpy(A, l->SA + c0 * kk, (size_t)kk * sizeof *A);
             memcpy(B, l->SB + c0 * kv, (size_t)kv * sizeof *B);
             for (int64_t u = c0 * span + 1; u < t; u++) {
-                step(p, cfg->tf32, ra_scan_lane_step(&p->s, b, u - 1, n), A + (u - 1 - c0 * span) * kk,
-                     B + (u - 1 - c0 * span) * kv, A + (u - c0 * span) * kk, B + (u - c0 * span) * kv);
+                step(p, cfg->tf32, ra_scan_lane_step(&p->s, b, u - 1, n),
+                     A + (u - 1 - c0 * span) * kk, B + (u - 1 - c0 * span) * kv,
+                     A + (u - c0 * span) * kk, B + (u - c0 * span) * kv);
             }
         }
         {

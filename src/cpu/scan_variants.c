@@ -32,8 +32,10 @@ ra_status ra_cpu_scan_backward_row(const ra_variant *self, const ra_case *c, ra_
 
 #define CFG(kind, tf32, bwd, span) (&(const ra_cpu_scan_cfg){kind, tf32, bwd, span})
 #define ROW(name, op, pclass, caps, cfg, doc)                                                      \
-    {name, op, doc, RA_CPU, pclass, RA_FWD | RA_BWD | (caps), cfg, ra_cpu_scan_forward_row,        \
-     ra_cpu_scan_backward_row}
+    {                                                                                              \
+        name, op, doc, RA_CPU, pclass, RA_FWD | RA_BWD | (caps), cfg, ra_cpu_scan_forward_row,     \
+            ra_cpu_scan_backward_row                                                               \
+    }
 
 /* Checkpoint interval of the recompute and reversal rows. */
 #define SPAN 8

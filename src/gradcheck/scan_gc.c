@@ -38,8 +38,8 @@ static void scan_gc_release(void *state)
     free(g);
 }
 
-static ra_status scan_gc_prepare(void **state, ra_gc_layout *io, const ra_case *c,
-                                 mpfr_prec_t prec, const char *what)
+static ra_status scan_gc_prepare(void **state, ra_gc_layout *io, const ra_case *c, mpfr_prec_t prec,
+                                 const char *what)
 {
     *state = NULL;
     ra_scan_problem p;
@@ -84,8 +84,7 @@ static ra_status scan_gc_set_cotangents(void *state, const double *const *cot)
     return RA_OK;
 }
 
-static ra_status scan_gc_backward(ra_mparr *grads, const void *state, mpfr_prec_t prec,
-                                  int threads)
+static ra_status scan_gc_backward(ra_mparr *grads, const void *state, mpfr_prec_t prec, int threads)
 {
     const scan_gc *g = state;
     ra_scan_out out;
@@ -150,15 +149,11 @@ static ra_status scan_gc_loss_one(mpfr_ptr loss, void *ws, const void *state, in
 }
 
 #define GC_ROW(op)                                                                                 \
-    {.name = op,                                                                                   \
-     .prepare = scan_gc_prepare,                                                                   \
-     .set_cotangents = scan_gc_set_cotangents,                                                     \
-     .backward = scan_gc_backward,                                                                 \
-     .along = scan_gc_along,                                                                       \
-     .ws_new = scan_gc_ws_new,                                                                     \
-     .ws_free = scan_gc_ws_free,                                                                   \
-     .loss_one = scan_gc_loss_one,                                                                 \
-     .release = scan_gc_release}
+    {                                                                                              \
+        .name = op, .prepare = scan_gc_prepare, .set_cotangents = scan_gc_set_cotangents,          \
+        .backward = scan_gc_backward, .along = scan_gc_along, .ws_new = scan_gc_ws_new,            \
+        .ws_free = scan_gc_ws_free, .loss_one = scan_gc_loss_one, .release = scan_gc_release       \
+    }
 
 const ra_gc_op ra_gc_op_scan_linear = GC_ROW("scan.linear");
 const ra_gc_op ra_gc_op_scan_affine = GC_ROW("scan.affine");

@@ -38,3 +38,5 @@ TESTS += tests/t-ref-scan
 tests_t_ref_scan_SOURCES = tests/t-ref-scan.c tests/ref-naive-scan.h
 tests_t_ref_scan_CFLAGS = $(TEST_CFLAGS)
 tests_t_ref_scan_LDADD = tests/libtestutil.la $(TEST_LIBS)
+TESTS += tests/scan-cli.sh
+EXTRA_DIST += tests/scan-cli.sh

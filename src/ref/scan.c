@@ -347,8 +347,10 @@ ra_status ra_scan_run_multi(ra_scan_out *out, const mpfr_prec_t *precs, int npre
     run_ctx r = {out, precs, {0}, s->B * s->N, in, grads, nprec};
     for (int i = 0; i < nprec; i++) {
         if (precs[i] < 53 || precs[i] > MPFR_PREC_MAX)
-            RA_ERRORF(RA_EINVAL, "precision %ld bits: the scan reference needs at least 53 (so "
-                      "every stored input is exact)", (long)precs[i]);
+            RA_ERRORF(RA_EINVAL,
+                      "precision %ld bits: the scan reference needs at least 53 (so "
+                      "every stored input is exact)",
+                      (long)precs[i]);
         r.order[i] = i;
     }
     for (int i = 1; i < nprec; i++) /* the highest precision first (pool balance) */

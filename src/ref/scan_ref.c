@@ -111,5 +111,5 @@ const ra_ref_op ra_ref_op_scan_linear = {"scan.linear", scan_prepare, scan_units
                                          scan_run_op,   scan_release, scan_op_count};
 const ra_ref_op ra_ref_op_scan_affine = {"scan.affine", scan_prepare, scan_units,
                                          scan_run_op,   scan_release, scan_op_count};
-const ra_ref_op ra_ref_op_scan_log = {"scan.log",   scan_prepare, scan_units,
+const ra_ref_op ra_ref_op_scan_log = {"scan.log",  scan_prepare, scan_units,
                                       scan_run_op, scan_release, scan_op_count};
