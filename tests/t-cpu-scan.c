@@ -175,6 +175,41 @@ START_TEST(data_bad_input)
 }
 END_TEST
 
+START_TEST(regress_conformal_rounding)
+{
+    /* Rotations stored in f32 or bf16 have A^T A = gamma^2 I only to the
+       storage's rounding, so some transitions have s^2 a little below
+       gamma^2 = 1/4: the requirement allows the rounding (2^-6 relative);
+       the first version compared s^2 >= 1/4 exactly and skipped the
+       reversal row on the very regime it is meant for. */
+    const char *dtypes[] = {"f32", "bf16"};
+    const ra_op *op = ra_op_find("scan.affine");
+    ck_assert_ptr_nonnull(op);
+    for (int d = 0; d < 2; d++) {
+        ra_case_spec id;
+        spec(&id, "scan.affine", "B=1,T=200,N=1,k=2,v=1", "rotation", 9);
+        strcpy(id.dtype, dtypes[d]);
+        ra_case c;
+        ra_case_init(&c);
+        ck_assert_int_eq(ra_case_spec_generate(&c, &id), RA_OK);
+        const ra_tensor *A = tu_t(&c, "A");
+        int below = 0;
+        for (int64_t m = 0; m < A->numel / 4; m++) {
+            double s2 = 0;
+            for (int i = 0; i < 4; i++)
+                s2 += ra_tensor_get(A, 4 * m + i) * ra_tensor_get(A, 4 * m + i) / 2;
+            below |= s2 < 0.25;
+        }
+        ck_assert_msg(below, "%s: no transition rounded below gamma^2 (test not sharp)",
+                      dtypes[d]);
+        char why[256] = "";
+        ck_assert_msg(op->supports(row("scan.cpu.affine.ieee.reversal"), &c, why, sizeof why),
+                      "%s: %s", dtypes[d], why);
+        ra_case_clear(&c);
+    }
+}
+END_TEST
+
 START_TEST(regress_quick)
 {
     /* validate --suite quick --variant 'scan.*': no failure; every variant
@@ -235,7 +270,7 @@ static Suite *suite(void)
     tu_tcase(s, "special", setup, teardown, special_reversal_long_span,
              special_tf32_under_ieee_name);
     tu_tcase(s, "data", setup, teardown, data_bad_input);
-    tu_tcase(s, "regress", setup, teardown, regress_quick);
+    tu_tcase(s, "regress", setup, teardown, regress_conformal_rounding, regress_quick);
     return s;
 }
 
