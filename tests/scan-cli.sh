@@ -9,13 +9,13 @@ export RECAUDIT_CACHE
 
 for spec in scan.linear:B=1,T=5,D=2:default scan.linear:B=1,T=5,D=2:rotation \
     scan.linear:B=1,T=5,D=2:strong-decay scan.affine:B=1,T=5,N=1,k=2,v=1:default \
-    scan.affine:B=1,T=5,N=1,k=4,v=2:rotation scan.affine:B=1,T=5,N=1,k=2,v=1:rotation-near-unit \
+    scan.affine:B=1,T=5,N=1,k=4,v=2:rotation scan.affine:B=1,T=5,N=1,k=2,v=2:rotation:0.8 scan.affine:B=1,T=5,N=1,k=2,v=1:rotation-near-unit \
     scan.affine:B=1,T=5,N=1,k=1,v=8:strong-decay scan.log:B=1,T=5,D=2:default \
     scan.log:B=1,T=5,D=2:strong-decay; do
     op=${spec%%:*}
     rest=${spec#*:}
     shape=${rest%%:*}
-    regime=${rest#*:}
+    regime=${rest#*:}  # may carry a parameter: rotation:0.8
     expect_status 0 gen --op "$op" --shape "$shape" --regime "$regime" -o c.safetensors &&
         expect_status 0 ref c.safetensors -o r.safetensors &&
         expect_grep out 'certified: yes' "$op $regime certified"

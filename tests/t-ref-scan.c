@@ -414,6 +414,31 @@ START_TEST(data_generator)
                 ck_assert(fabs(d - (i == j ? 0.25 : 0)) < 1e-7);
             }
     ra_case_clear(&c);
+    /* rotation:GAMMA sets gamma: A^T A = gamma^2 I; parameters elsewhere are refused */
+    strcpy(sp.regime, "rotation:0.25");
+    ck_assert_int_eq(ra_case_spec_check(&sp, "spec"), RA_OK);
+    ra_case_init(&c);
+    ck_assert_int_eq(ra_case_spec_generate(&c, &sp), RA_OK);
+    ck_assert_str_eq(ra_case_param(&c, "gamma"), "0.25");
+    ck_assert_str_eq(ra_case_param(&c, "regime"), "rotation:0.25");
+    A = tu_t(&c, "A");
+    for (int64_t m = 0; m < 100; m++)
+        for (int i = 0; i < 4; i++) {
+            double d = 0;
+            for (int p = 0; p < 4; p++)
+                d += ra_tensor_get(A, m * 16 + p * 4 + i) * ra_tensor_get(A, m * 16 + p * 4 + i);
+            ck_assert(fabs(d - 0.0625) < 1e-8);
+        }
+    ra_case_clear(&c);
+    strcpy(sp.regime, "rotation:0");
+    tu_expect_error(ra_case_spec_check(&sp, "spec"), RA_EINVAL,
+                    "gamma must be a finite number > 0");
+    strcpy(sp.regime, "strong-decay:2");
+    tu_expect_error(ra_case_spec_check(&sp, "spec"), RA_EINVAL, "takes no parameter");
+    strcpy(sp.op, "gdn");
+    strcpy(sp.shape, "B=1,T=4,H=1,D=2");
+    strcpy(sp.regime, "default:2");
+    tu_expect_error(ra_case_spec_check(&sp, "spec"), RA_EINVAL, "unknown regime 'default:2'");
     strcpy(sp.op, "scan.linear");
     strcpy(sp.shape, "B=2,T=300,D=4");
     strcpy(sp.regime, "default");

@@ -1,6 +1,7 @@
 /* Case generation for the affine scan family: the seed's recipe, rotations, strong decay. */
 #include "core/gen_scan.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,8 @@ typedef struct regime {
 
 const ra_op_item ra_scan_linear_regimes[] = {
     {"default", "seed 002: a ~ U(-0.9, 0.9), x = 0.1 N(0,1); dP, dh ~ N(0,1)"},
-    {"rotation", "a = +-gamma with random signs, gamma = 0.5 (a 1-D rotation: |a| = sigma_min)"},
+    {"rotation", "a = +-gamma with random signs, gamma = 0.5 (rotation:GAMMA sets it; a 1-D "
+                 "rotation: |a| = sigma_min)"},
     {"strong-decay", "a ~ U(-0.1, 0.1), x = 0.1 N(0,1): fast forgetting"},
     {NULL, NULL},
 };
@@ -43,7 +45,8 @@ static const regime linear_rows[] = {
 const ra_op_item ra_scan_affine_regimes[] = {
     {"default", "seed 002: A = N(0,1) 0.5/sqrt(k), Bm = 0.1 N(0,1); dAbar, dBbar ~ N(0,1)"},
     {"rotation", "A_t = gamma blockdiag(R(theta)) (2x2 rotations, theta uniform; +-gamma at "
-                 "k=1), gamma = 0.5: sigma_min = gamma, the seed's reversal study"},
+                 "k=1), gamma = 0.5 (rotation:GAMMA sets it): sigma_min = gamma, the seed's "
+                 "reversal study"},
     {"rotation-near-unit", "as rotation with gamma = 0.99 (long memory)"},
     {"strong-decay", "A = N(0,1) 0.1/sqrt(k): spectral radius about 0.1"},
     {NULL, NULL},
@@ -67,19 +70,41 @@ _Static_assert(sizeof linear_rows / sizeof linear_rows[0] + 1 ==
                        sizeof ra_scan_log_regimes / sizeof ra_scan_log_regimes[0],
                "regime tables out of step");
 
-/* The regime row of spec (spec checked: the name is the op's). */
-static const regime *find_regime(ra_scan_kind kind, const char *name)
+/* The regime of name into *out: a row of the op's table, or
+   "ROW:GAMMA" for a rotation row with its gamma (a finite number > 0). */
+static ra_status find_regime(regime *out, ra_scan_kind kind, const char *name)
 {
     const ra_op_item *items[] = {ra_scan_linear_regimes, ra_scan_affine_regimes,
                                  ra_scan_log_regimes};
     const regime *rows[] = {linear_rows, affine_rows, log_rows};
-    for (size_t i = 0; items[kind][i].name; i++)
-        if (strcmp(items[kind][i].name, name) == 0)
-            return &rows[kind][i];
-    RA_REPORTF(RA_EINVAL,
-               "gen %s: unknown regime '%s' (recaudit list regimes shows the known ones)",
-               ra_scan_op_name(kind), name);
-    return NULL;
+    const char *colon = strchr(name, ':');
+    const size_t len = colon ? (size_t)(colon - name) : strlen(name);
+    for (size_t i = 0; items[kind][i].name; i++) {
+        if (strlen(items[kind][i].name) != len || strncmp(items[kind][i].name, name, len) != 0)
+            continue;
+        *out = rows[kind][i];
+        if (!colon)
+            return RA_OK;
+        if (out->a != A_ROTATION)
+            RA_ERRORF(RA_EINVAL, "gen %s: regime '%.*s' takes no parameter (got '%s')",
+                      ra_scan_op_name(kind), (int)len, name, name);
+        char *end;
+        errno = 0;
+        double g = strtod(colon + 1, &end);
+        if (end == colon + 1 || *end || errno == ERANGE || !(g > 0) || !isfinite(g))
+            RA_ERRORF(RA_EINVAL, "gen %s: regime '%s': gamma must be a finite number > 0, got '%s'",
+                      ra_scan_op_name(kind), name, colon + 1);
+        out->ap = g;
+        return RA_OK;
+    }
+    RA_ERRORF(RA_EINVAL, "gen %s: unknown regime '%s' (recaudit list regimes shows the known ones)",
+              ra_scan_op_name(kind), name);
+}
+
+ra_status ra_scan_regime_check(int kind, const char *name)
+{
+    regime rg;
+    return find_regime(&rg, kind, name);
 }
 
 /* A new tensor name of c, filled from x (rounded to dt, clipped to its range). */
@@ -144,9 +169,9 @@ ra_status ra_scan_generate(ra_case *c, const ra_case_spec *spec)
     if (kind < 0)
         RA_ERRORF(RA_EINVAL, "gen scan: op '%s' is not of the scan family", spec->op);
     const char *name = spec->regime[0] && strcmp(spec->regime, "-") != 0 ? spec->regime : "default";
-    const regime *rg = find_regime(kind, name);
-    if (!rg)
-        return RA_EINVAL;
+    regime rgv;
+    RA_TRY(find_regime(&rgv, kind, name));
+    const regime *rg = &rgv;
     ra_scan_shape s;
     RA_TRY(ra_scan_shape_parse(&s, kind, spec->shape));
     ra_dtype dt;

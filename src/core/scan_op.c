@@ -152,7 +152,9 @@ static int supports(const ra_variant *v, const ra_case *c, char *why, size_t len
 static ra_status spec_check(const ra_case_spec *s)
 {
     ra_scan_shape sh;
-    return ra_scan_shape_parse(&sh, kind_of(s->op), s->shape);
+    RA_TRY(ra_scan_shape_parse(&sh, kind_of(s->op), s->shape));
+    return ra_scan_regime_check(kind_of(s->op),
+                                strcmp(s->regime, "-") != 0 ? s->regime : "default");
 }
 
 #define ROW(opname, doc_, tens, params_, regs, caps_, kind_name, ex, bench, gc1, gc2, refrow,      \
