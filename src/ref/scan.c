@@ -119,7 +119,7 @@ typedef struct lane_ws {
 static ra_status lane_ws_init(lane_ws *w, const ra_scan_shape *s, mpfr_prec_t prec)
 {
     const int64_t kk = s->k * s->k, kv = s->k * s->v;
-    RA_TRY(ra_mparr_init(&w->m, (size_t)(7 * kk + 5 * kv + 2), prec));
+    RA_TRY(ra_mparr_init(&w->m, (size_t)(6 * kk + 5 * kv + 2), prec));
     mpfr_ptr p = w->m.x;
     w->At = p, p += kk;
     w->Ac = p, p += kk;
@@ -127,7 +127,6 @@ static ra_status lane_ws_init(lane_ws *w, const ra_scan_shape *s, mpfr_prec_t pr
     w->GA = p, p += kk;
     w->dA = p, p += kk;
     w->I = p, p += kk;
-    p += kk; /* spare */
     w->Bt = p, p += kv;
     w->Bc = p, p += kv;
     w->tB = p, p += kv;
