@@ -68,8 +68,17 @@ START_TEST(special_builtin)
         int nki = strstr(names[i], "neumann") || strstr(names[i], "schur");
         ck_assert_int_eq(!!(v->caps & RA_GDN_NEEDS_UNIT_KEYS), nki);
     }
-    ck_assert_uint_eq(ra_registry_count_matching(r, "gdn.cpu.*"), ncpu);
+    ck_assert_uint_eq(ra_registry_count_matching(r, "*.cpu.*"), ncpu);
     ck_assert_uint_ge(ncpu, listed);
+    /* the scan family's rows (their own list: other ops, other checks) */
+    size_t nscan = 0;
+    for (const char *const *sv = tu_cpu_scan_variants; *sv; sv++, nscan++) {
+        const ra_variant *v = ra_registry_find(r, *sv);
+        ck_assert_msg(v != NULL, "missing %s", *sv);
+        ck_assert_int_eq(v->device, RA_CPU);
+        ck_assert(v->caps & RA_FWD && v->caps & RA_BWD);
+    }
+    ck_assert_uint_eq(ra_registry_count_matching(r, "scan.cpu.*"), nscan);
     /* Registration order: ra_registry_at walks the same rows. */
     for (size_t i = 0; i < ra_registry_count(r); i++)
         ck_assert_ptr_eq(ra_registry_find(r, ra_registry_at(r, i)->name), ra_registry_at(r, i));

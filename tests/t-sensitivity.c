@@ -105,6 +105,8 @@ START_TEST(regress_clean)
     for (const char *const *v = tu_cpu_variants; *v; v++)
         for (size_t c = 0; c < quick.n; c++) {
             size_t pass = 0, skip = 0;
+            if (strcmp(quick.rows[c].spec.op, "gdn") != 0) /* other ops' rows */
+                continue;
             for (size_t i = 0; i < rows.n; i++) {
                 const ra_row *r = &rows.v[i];
                 if (strcmp(r->variant, *v) || strcmp(r->id.shape, quick.rows[c].spec.shape) ||

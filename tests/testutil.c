@@ -326,6 +326,14 @@ const char *const tu_cpu_variants[] = {"gdn.cpu.f64",
                                        "gdn.cpu.chunk64.tf32x3",
                                        NULL};
 
+const char *const tu_cpu_scan_variants[] = {"scan.cpu.linear.f32",
+                                            "scan.cpu.affine.ieee.store",
+                                            "scan.cpu.affine.ieee.recompute",
+                                            "scan.cpu.affine.ieee.reversal",
+                                            "scan.cpu.affine.tf32.store",
+                                            "scan.cpu.log.f32",
+                                            NULL};
+
 /* --- GPU tests ------------------------------------------------------------------------------ */
 
 int tu_gpu_probe(const char *prog)

@@ -155,6 +155,8 @@ void tu_assert_same_tensors(const ra_tensors *a, const ra_tensors *b);
    then the chunked ones; NULL ended.  Written out from the statement, not
    read from the registry, so suites can hold the registry to it. */
 extern const char *const tu_cpu_variants[];
+/* The scan family's CPU variants (docs/scan.md), NULL ended. */
+extern const char *const tu_cpu_scan_variants[];
 
 /* --- numbers -------------------------------------------------------------------------------- */
 

@@ -9,6 +9,11 @@ librecaudit_a_SOURCES += src/core/status.c src/core/status.h \
 	src/core/progress.h src/core/table.h
 pkginclude_HEADERS += include/recaudit/types.h
 
+# The affine scan family (scan.linear, scan.affine, scan.log): rows, cases, generator.
+librecaudit_a_SOURCES += src/core/scan_op.c src/core/scan_case.c src/core/scan_case.h \
+	src/core/gen_scan.c src/core/gen_scan.h
+pkginclude_HEADERS += include/recaudit/scan.h
+
 # The operation table: every row against its own hooks.
 check_PROGRAMS += tests/t-ops
 TESTS += tests/t-ops

@@ -123,7 +123,10 @@ const ra_op *ra_op_find(const char *name);
    message starts with what, e.g. "--op"). */
 ra_status ra_op_require(const ra_op **out, const char *name, const char *what);
 
-/* Lookups in a row; -1 / NULL when absent. */
+/* Lookups in a row; -1 / NULL when absent.  ra_op_regime also finds
+   NAME for "NAME:PARAM", a regime with a parameter (scan's
+   "rotation:0.25"); whether the regime takes one, and which, is for the
+   op's spec_check to say. */
 int ra_op_flag_index(const ra_op *op, const char *name);
 const ra_op_item *ra_op_regime(const ra_op *op, const char *name);
 const ra_op_tensor *ra_op_tensor_find(const ra_op *op, const char *name);

@@ -16,8 +16,13 @@
  */
 
 extern const ra_op ra_op_gdn;
+extern const ra_op ra_op_scan_linear, ra_op_scan_affine, ra_op_scan_log;
 
-static const ra_op *const ops[] = {&ra_op_gdn, NULL};
+static const ra_op *const ops[] = {
+    &ra_op_gdn,
+    &ra_op_scan_linear, &ra_op_scan_affine, &ra_op_scan_log,
+    NULL,
+};
 
 const ra_op *const *ra_ops(void) { return ops; }
 
@@ -54,6 +59,12 @@ const ra_op_item *ra_op_regime(const ra_op *op, const char *name)
 {
     for (const ra_op_item *r = op->regimes; name && r && r->name; r++)
         if (strcmp(r->name, name) == 0)
+            return r;
+    /* NAME:PARAM names regime NAME with a parameter, which the op's
+       spec_check accepts or refuses */
+    const char *colon = name ? strchr(name, ':') : NULL;
+    for (const ra_op_item *r = op->regimes; colon && r && r->name; r++)
+        if (strlen(r->name) == (size_t)(colon - name) && strncmp(r->name, name, colon - name) == 0)
             return r;
     return NULL;
 }

@@ -6,6 +6,12 @@ librecaudit_a_SOURCES += src/cpu/cpu.h src/cpu/variants.c \
 	src/cpu/gdn_tmpl_linalg.h src/cpu/gdn_tmpl_inverse.h src/cpu/gdn_tmpl_head.h \
 	src/cpu/gdn_tmpl_seq.h src/cpu/gdn_tmpl_chunk.h src/cpu/gdn_tmpl_chunk_bwd.h \
 	src/cpu/gdn_tmpl_driver.h
+# The affine scan family's CPU variants.
+librecaudit_a_SOURCES += src/cpu/scan_variants.h src/cpu/scan_variants.c src/cpu/scan_f32.c
+check_PROGRAMS += tests/t-cpu-scan
+TESTS += tests/t-cpu-scan
+tests_t_cpu_scan_CFLAGS = $(TEST_CFLAGS)
+tests_t_cpu_scan_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 check_PROGRAMS += tests/t-cpu-gdn tests/t-cpu-faults
 TESTS += tests/t-cpu-gdn tests/t-cpu-faults

@@ -14,3 +14,6 @@ TESTS += tests/t-fd
 tests_t_fd_SOURCES = tests/t-fd.c tests/ref-testutil.h
 tests_t_fd_CFLAGS = $(TEST_CFLAGS)
 tests_t_fd_LDADD = tests/libtestutil.la $(TEST_LIBS)
+
+# The affine scan family's hooks.
+librecaudit_a_SOURCES += src/gradcheck/scan_gc.c src/gradcheck/scan_gc.h

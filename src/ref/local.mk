@@ -29,3 +29,14 @@ TESTS += tests/t-pool
 tests_t_pool_SOURCES = tests/t-pool.c
 tests_t_pool_CFLAGS = $(TEST_CFLAGS)
 tests_t_pool_LDADD = tests/libtestutil.la $(TEST_LIBS)
+
+# The affine scan family's reference and its tests (closed forms, a naive
+# transcription, gradient checks, bad input).
+librecaudit_a_SOURCES += src/ref/scan.c src/ref/scan.h src/ref/scan_ref.c
+check_PROGRAMS += tests/t-ref-scan
+TESTS += tests/t-ref-scan
+tests_t_ref_scan_SOURCES = tests/t-ref-scan.c tests/ref-naive-scan.h
+tests_t_ref_scan_CFLAGS = $(TEST_CFLAGS)
+tests_t_ref_scan_LDADD = tests/libtestutil.la $(TEST_LIBS)
+TESTS += tests/scan-cli.sh
+EXTRA_DIST += tests/scan-cli.sh
