@@ -3,6 +3,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "audit/audit.h"
@@ -17,11 +18,17 @@
 
 /*
  * The reference comes from --ref or from ra_ref_compute (cached), with
- * gradients only when the result holds some.  It must be certified unless
- * --allow-uncertified; its certified bits are always printed.  Metrics are
- * computed for every tensor of the result that the reference has; gates
- * apply when a variant is named (--variant, else the result's "variant"
- * metadata), and then every tensor must be covered by a gate.
+ * gradients when the case carries a cotangent and the result is not
+ * declared forward-only (metadata forward_only=true, written by `run
+ * --fwd-only` and by `run` of a variant without a backward).  It must be
+ * certified unless --allow-uncertified; its certified bits are always
+ * printed.  The result must hold every tensor the case calls for, as the
+ * operation's row lists them: every output, and the gradient d<x> of every
+ * input x the case holds when gradients are due.  A missing one is a FAIL
+ * row naming it, never a silent pass: a kernel that forgets ht or dk must
+ * not go green.  Gates apply when a variant is named (--variant, else the
+ * result's "variant" metadata), and then every tensor must be covered by a
+ * gate.
  *
  * A result whose metadata names a different case (shape, seed, regime,
  * dtype) than the case file is refused: comparing it would measure the
@@ -84,8 +91,49 @@ static ra_status same_case(const ra_case *c, const char *case_path, const ra_cas
     return RA_OK;
 }
 
-static ra_status get_reference(ra_case *ref, const ra_case *c, const ra_case *res,
-                               const check_args *a)
+/* 1 when the case carries a cotangent of an output (gradients are due). */
+static int has_cotangent(const ra_case *c, const ra_op *op)
+{
+    for (const ra_op_tensor *t = op->tensors; t->name; t++)
+        if (t->role == RA_ROLE_COTANGENT && ra_tensors_find(&c->tensors, t->name))
+            return 1;
+    return 0;
+}
+
+/* The NULL-ended names the result must hold: the op's outputs (an optional
+   one when the reference has it), then, with grads, d<x> for every input x
+   in the case.  Each must be in the reference. */
+static ra_status expected_names(const char ***out, const ra_op *op, const ra_case *c,
+                                const ra_case *ref, int grads, const check_args *a)
+{
+    size_t n = 0;
+    for (const ra_op_tensor *t = op->tensors; t->name; t++)
+        n++;
+    const char **names = calloc(n + 1, sizeof *names);
+    if (!names)
+        RA_ERROR("out of memory", RA_ENOMEM);
+    n = 0;
+    for (const ra_op_tensor *t = op->tensors; t->name; t++) {
+        int want = t->role == RA_ROLE_OUTPUT
+                       ? !t->optional || ra_tensors_find(&ref->tensors, t->name)
+                       : t->role == RA_ROLE_GRADIENT && grads && ra_is_gradient_of(t->name, c);
+        if (!want)
+            continue;
+        if (!ra_tensors_find(&ref->tensors, t->name)) {
+            free(names);
+            RA_ERRORF(RA_EINVAL, "%s: the reference lacks %s %s, which %s calls for (%s)",
+                      a->ref_path ? a->ref_path : "computed reference",
+                      t->role == RA_ROLE_OUTPUT ? "output" : "gradient", t->name, a->case_path,
+                      a->ref_path ? "recompute it with 'recaudit ref' without --no-grads"
+                                  : "internal error");
+        }
+        names[n++] = t->name;
+    }
+    *out = names;
+    return RA_OK;
+}
+
+static ra_status get_reference(ra_case *ref, const ra_case *c, int grads, const check_args *a)
 {
     if (a->ref_path) {
         RA_TRY(ra_case_load(ref, a->ref_path));
@@ -93,9 +141,7 @@ static ra_status get_reference(ra_case *ref, const ra_case *c, const ra_case *re
     }
     ra_ref_opts o;
     ra_ref_opts_init(&o);
-    o.grads = 0;
-    for (size_t i = 0; i < res->tensors.n; i++)
-        o.grads |= ra_is_gradient_of(res->tensors.items[i]->name, c);
+    o.grads = grads;
     o.threads = (int)a->cli->threads;
     return ra_ref_compute(ref, c, &o, a->case_path);
 }
@@ -112,6 +158,9 @@ static int check(const check_args *a)
     ra_rows_init(&rows);
     FILE *info = ra_cli_info_stream(a->cli->fmt);
     const char *variant = a->cli->variant;
+    const char **expected = NULL;
+    const ra_op *op = NULL;
+    int grads = 0, fwd_only = 0;
 
     ra_status st = ra_case_load(&c, a->case_path);
     if (st == RA_OK)
@@ -119,7 +168,18 @@ static int check(const check_args *a)
     if (st == RA_OK)
         st = same_case(&c, a->case_path, &res, a->result_path);
     if (st == RA_OK)
-        st = get_reference(&ref, &c, &res, a);
+        st = ra_op_require(&op, c.op, a->case_path);
+    if (st == RA_OK)
+        st = ra_case_param_bool(&fwd_only, &res, "forward_only", 0);
+    if (st == RA_OK) {
+        grads = !fwd_only && has_cotangent(&c, op);
+        if (fwd_only && has_cotangent(&c, op))
+            fprintf(info, "result %s is forward-only (forward_only=true): gradients not checked\n",
+                    a->result_path);
+        st = get_reference(&ref, &c, grads, a);
+    }
+    if (st == RA_OK)
+        st = expected_names(&expected, op, &c, &ref, grads, a);
     if (st == RA_OK) {
         char bits[1024];
         const char *cert = ra_case_param(&ref, "certified");
@@ -152,7 +212,7 @@ static int check(const check_args *a)
                  a->cli->gates ? " --gates " : "", a->cli->gates ? a->cli->gates : "");
         ra_case_spec id;
         ra_case_spec_from_case(&id, &c, 1);
-        ra_check_opts co = {variant ? &gates : NULL, variant, 1, NULL, repro};
+        ra_check_opts co = {variant ? &gates : NULL, variant, 1, expected, repro};
         st = ra_check_compare(&rows, &res, &ref, &id, &co);
     }
     if (st == RA_OK)
@@ -163,6 +223,7 @@ static int check(const check_args *a)
         ra_report_summary(info, &rows);
     }
     int rc = st != RA_OK ? ra_status_exit_code(st) : rows.failed ? 1 : 0;
+    free(expected);
     ra_rows_clear(&rows);
     ra_gates_clear(&gates);
     ra_case_clear(&ref);
