@@ -32,7 +32,12 @@
  *
  * A result whose metadata names a different case (shape, seed, regime,
  * dtype) than the case file is refused: comparing it would measure the
- * mix-up, not the kernel.
+ * mix-up, not the kernel.  A --ref file must moreover carry the input_hash
+ * of this case's tensors (XXH3-64, src/ref/cache.c): metadata alone cannot
+ * tell an edited case from the original, so a reference of another case
+ * with equal metadata, or one written before input hashes existed, is
+ * refused (exit 2).  A reference that is not representable in f64 (a
+ * non-finite value) gives no verdict, --allow-uncertified or not.
  */
 
 static void print_help(FILE *f)
@@ -137,7 +142,21 @@ static ra_status get_reference(ra_case *ref, const ra_case *c, int grads, const 
 {
     if (a->ref_path) {
         RA_TRY(ra_case_load(ref, a->ref_path));
-        return same_case(c, a->case_path, ref, a->ref_path);
+        RA_TRY(same_case(c, a->case_path, ref, a->ref_path));
+        const char *stored = ra_case_param(ref, "input_hash");
+        char h[17];
+        if (!stored)
+            RA_ERRORF(RA_EINVAL,
+                      "%s: no input_hash (written before references recorded their case's "
+                      "inputs): recompute it with 'recaudit ref %s'",
+                      a->ref_path, a->case_path);
+        RA_TRY(ra_ref_input_hash(h, c));
+        if (strcmp(stored, h) != 0)
+            RA_ERRORF(RA_EINVAL,
+                      "%s: not the reference of %s: its input_hash %s differs from the case's "
+                      "%s (the case's tensors differ from those it was computed from)",
+                      a->ref_path, a->case_path, stored, h);
+        return RA_OK;
     }
     ra_ref_opts o;
     ra_ref_opts_init(&o);
@@ -192,8 +211,10 @@ static int check(const check_args *a)
                 a->ref_path ? a->ref_path : "computed", cache ? " (cache " : "", cache ? cache : "",
                 cache ? ")" : "", prec ? prec : "?", cprec ? cprec : "-", cert ? cert : "absent",
                 bits);
-        if (!a->cli->allow_uncertified)
-            st = ra_ref_require_certified(&ref, a->ref_path ? a->ref_path : a->case_path);
+        const char *what = a->ref_path ? a->ref_path : a->case_path;
+        st = ra_ref_require_representable(&ref, what);
+        if (st == RA_OK && !a->cli->allow_uncertified)
+            st = ra_ref_require_certified(&ref, what);
     }
     if (st == RA_OK && !variant)
         variant = ra_case_param(&res, "variant");
