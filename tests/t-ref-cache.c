@@ -177,8 +177,7 @@ START_TEST(regress_cache_code_version)
     const char *v = ra_ref_code_version();
     unsigned long crc, len;
     char end;
-    ck_assert_msg(sscanf(v, "%lu-%lu%c", &crc, &len, &end) == 2 && len > 10000, "version '%s'",
-                  v);
+    ck_assert_msg(sscanf(v, "%lu-%lu%c", &crc, &len, &end) == 2 && len > 10000, "version '%s'", v);
     ra_case c, r1, r2;
     small_case(&c, 4);
     ra_ref_opts o = opts(NULL);
@@ -242,16 +241,15 @@ START_TEST(special_input_hash)
     static const struct {
         size_t len;
         int64_t h;
-    } vec[] = {{0, INT64_C(3244421341483603138)},     {1, INT64_C(-4302098779834749733)},
-               {3, INT64_C(6864218090047839419)},     {8, INT64_C(4187271766389786872)},
-               {16, INT64_C(-8983023575487778597)},   {17, INT64_C(-6993173599622040792)},
-               {129, INT64_C(-1407864491810865574)},  {256, INT64_C(-7779787747613135503)}};
+    } vec[] = {{0, INT64_C(3244421341483603138)},    {1, INT64_C(-4302098779834749733)},
+               {3, INT64_C(6864218090047839419)},    {8, INT64_C(4187271766389786872)},
+               {16, INT64_C(-8983023575487778597)},  {17, INT64_C(-6993173599622040792)},
+               {129, INT64_C(-1407864491810865574)}, {256, INT64_C(-7779787747613135503)}};
     unsigned char buf[256];
     for (int i = 0; i < 256; i++)
         buf[i] = (unsigned char)i;
     for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++)
-        ck_assert_msg(XXH3_64bits(buf, vec[i].len) == (uint64_t)vec[i].h, "length %zu",
-                      vec[i].len);
+        ck_assert_msg(XXH3_64bits(buf, vec[i].len) == (uint64_t)vec[i].h, "length %zu", vec[i].len);
 
     /* One tensor x, F32 [2, 3]: count, name, dtype, rank, dims, bytes. */
     const int64_t shape[2] = {2, 3};

@@ -355,9 +355,9 @@ ra_status ra_check_compare(ra_rows *rows, const ra_case *result, const ra_case *
             const ra_op *op = ref->op ? ra_op_find(ref->op) : NULL;
             const ra_op_tensor *role = op ? ra_op_tensor_find(op, *e) : NULL;
             if (!res)
-                RA_TRY(ra_rows_note(rows, variant, id, *e, o->repro, RA_VERDICT_FAIL, "missing %s %s",
-                                    role && role->role == RA_ROLE_GRADIENT ? "gradient" : "output",
-                                    *e));
+                RA_TRY(ra_rows_note(
+                    rows, variant, id, *e, o->repro, RA_VERDICT_FAIL, "missing %s %s",
+                    role && role->role == RA_ROLE_GRADIENT ? "gradient" : "output", *e));
             else
                 RA_TRY(compare_one(rows, res, rt, id, o));
         }

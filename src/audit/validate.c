@@ -84,7 +84,7 @@ typedef struct case_ctx {
     const ra_case_spec *id;
     const ra_audit_opts *o;
     const char **outputs, **all;
-    int certified; /* usable: certified, or allowed uncertified, and representable */
+    int certified;      /* usable: certified, or allowed uncertified, and representable */
     char unusable[512]; /* why the reference cannot be used */
 } case_ctx;
 
