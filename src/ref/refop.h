@@ -75,9 +75,10 @@ ra_status ra_ref_cache_dir(char **out, const ra_ref_opts *o);
 /* Looks key up under dir.  *hit = 1 and ref filled when an entry exists
    and passes verification (parses; op; metadata cache_key == key; exactly
    the layout's tensors, f64, with its shapes; content_hash matches the
-   data).  An entry that fails is left for the caller to overwrite: *hit = 0,
-   *stale = 1 and a note naming the file and the reason goes to the error
-   handler.  Absent: *hit = 0, *stale = 0. */
+   tensors and the metadata, certificate included).  An entry that fails
+   is left for the caller to overwrite: *hit = 0, *stale = 1 and a note
+   naming the file and the reason goes to the error handler.  Absent:
+   *hit = 0, *stale = 0. */
 ra_status ra_ref_cache_lookup(ra_case *ref, int *hit, int *stale, const char *dir, const char *key,
                               const char *op, const ra_ref_outs *layout);
 
