@@ -112,6 +112,13 @@ expect_status 2 gradcheck --op gdn --mode sideways
 expect_status 2 gradcheck --op glr
 expect_status 2 gradcheck nobeta.safetensors
 
+# --- regress_cache_code_version: the build's reference-code version is the cksum of the
+# reference sources as they are now (a stale version would keep serving old cache entries) ---
+code_version=$(cd "${top_srcdir:-.}" && LC_ALL=C && export LC_ALL &&
+    cat src/ref/*.c src/ref/*.h src/core/*_case.c src/core/*_case.h | cksum | sed 's/ /-/')
+expect_status 0 inspect c.ref.safetensors &&
+    expect_grep out "^ref_code_version: $code_version\$" "regress_cache_code_version: version of the sources"
+
 # --- bench-ref ----------------------------------------------------------------------------------------------
 if expect_status 0 bench-ref --shape B=1,T=4,Hk=1,Hv=2,K=8,V=8 --threads 2; then
     expect_grep out '^bare mpfr_fma ' "fma baseline"

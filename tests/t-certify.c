@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/audit.h"
 #include "ref-testutil.h"
 #include "ref/mparr.h"
 #include "ref/ref.h"
@@ -308,12 +309,62 @@ START_TEST(data_bad_options)
 }
 END_TEST
 
+/* Gates g = 200 on every step: the state grows as e^(200 (t - 1)) (S_1 =
+   beta k v^T, then each step multiplies by e^200 (I - beta k k^T) with beta
+   < 1), so at T = 6 ht and the late outputs are near e^1000, beyond the
+   f64 range (e^709.78).  The MPFR values agree on all their bits, yet the
+   f64 tensors hold infinities: the reference must not be certified, must
+   say why, and must not be usable even with --allow-uncertified. */
+START_TEST(regress_nonfinite_not_certified)
+{
+    const ra_gdn_shape s = {1, 6, 1, 1, 4, 4};
+    ra_case c, ref;
+    tu_ref_case(&c, &s, TU_DO, 11);
+    ra_tensor *g = tu_t(&c, "g");
+    for (int64_t i = 0; i < g->numel; i++)
+        ra_tensor_set(g, i, 200.0);
+    ra_ref_opts o = tu_ref_opts();
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "g = 200"), RA_OK);
+    ck_assert_str_eq(ra_case_param(&ref, "certified"), "not-representable");
+    long n = param_long(&ref, "nonfinite.ht");
+    ck_assert_msg(n >= 1 && n <= 16, "nonfinite.ht = %ld, want 1 .. 16", n);
+    ck_assert_ptr_nonnull(ra_case_param(&ref, "nonfinite_at.ht"));
+    ck_assert_ptr_nonnull(ra_case_param(&ref, "nonfinite.o"));
+    ck_assert_ptr_null(ra_case_param(&ref, "nonfinite.v")); /* not a tensor of the reference */
+    tu_reset();
+    ck_assert_int_eq(ra_ref_require_certified(&ref, "g200"), RA_ENUMERIC);
+    char why[512];
+    ck_assert_int_eq(ra_ref_usable(&ref, 1, why, sizeof why), 0);
+    ck_assert_msg(strstr(why, "not representable") && strstr(why, "ht"), "%s", why);
+    tu_reset();
+    ck_assert_int_eq(ra_ref_require_representable(&ref, "g200"), RA_ENUMERIC);
+    ck_assert_msg(strstr(tu_msg, "g200") && strstr(tu_msg, "not representable"), "%s", tu_msg);
+    ra_case_clear(&ref);
+    /* Certification off: not "unchecked" either. */
+    o.certify = 0;
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "g = 200"), RA_OK);
+    ck_assert_str_eq(ra_case_param(&ref, "certified"), "not-representable");
+    ra_case_clear(&ref);
+    /* The same case with g = 0 is representable and certified. */
+    for (int64_t i = 0; i < g->numel; i++)
+        ra_tensor_set(g, i, 0.0);
+    o = tu_ref_opts();
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "g = 0"), RA_OK);
+    ck_assert_str_eq(ra_case_param(&ref, "certified"), "yes");
+    ck_assert_ptr_null(ra_case_param(&ref, "nonfinite.ht"));
+    ck_assert_int_eq(ra_ref_usable(&ref, 0, why, sizeof why), 1);
+    ra_case_clear(&ref);
+    ra_case_clear(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("certify");
     tu_tcase(s, "special", tu_capture, NULL, special_agree_bits, special_exact_zeros);
     tu_tcase(s, "data", tu_capture, NULL, data_default_certified, data_lossy_raises_precision,
              data_shortfall_reported, data_raw_keys_low_precision, data_bad_options);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_nonfinite_not_certified);
     return s;
 }
 

@@ -7,15 +7,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "core/io.h"
 #include "ref-testutil.h"
 #include "ref/ref.h"
+#include "ref/refop.h"
 
 /*
  * A hit is recognised by the result's "cache" parameter, which only a
  * verified load from the cache sets to "hit" (a computed result says
  * "miss", "refreshed" or "off"): no timing is involved.  Tampering is done
- * on the file's bytes directly.
+ * on the file's bytes directly, or through a load and save that keeps or
+ * forges the content hash.  The XXH3-64 input hash is checked against
+ * xxHash's published vectors (upstream XXH3_64bits, seed 0, over the bytes
+ * 0, 1, 2, ... of each length) and against a byte stream built by hand.
  */
 
 static void small_case(ra_case *c, uint64_t seed)
@@ -105,6 +112,180 @@ START_TEST(special_key)
     ck_assert_int_eq(ra_kv_set(&b.params, "seed", "8"), RA_OK); /* a parameter's value */
     ra_ref_cache_key(k1, &b, &o);
     ck_assert_str_ne(k0, k1);
+    ra_case_clear(&a), ra_case_clear(&b);
+}
+END_TEST
+
+/* A one-tensor case x of dtype dt and shape, data bytes 0, 1, 2, ... */
+static void raw_case(ra_case *c, ra_dtype dt, int ndim, const int64_t *shape)
+{
+    tu_case_init(c, "gdn");
+    ra_tensor *t = tu_add(&c->tensors, "x", dt, ndim, shape, NULL);
+    for (size_t i = 0; i < t->nbytes; i++)
+        ((unsigned char *)t->data)[i] = (unsigned char)i;
+}
+
+/* Two cases that differ only in a tensor's dtype (f16 and bf16: the same
+   bytes), or only in its shape, must not share a cache entry. */
+START_TEST(regress_cache_key_dtype)
+{
+    const int64_t shape[1] = {4};
+    ra_case a, b;
+    raw_case(&a, RA_F16, 1, shape);
+    raw_case(&b, RA_BF16, 1, shape);
+    ck_assert_uint_eq(tu_t(&a, "x")->nbytes, tu_t(&b, "x")->nbytes);
+    ck_assert_mem_eq(tu_t(&a, "x")->data, tu_t(&b, "x")->data, tu_t(&a, "x")->nbytes);
+    ra_ref_opts o = opts(NULL);
+    char ka[33], kb[33];
+    ra_ref_cache_key(ka, &a, &o);
+    ra_ref_cache_key(kb, &b, &o);
+    ck_assert_str_ne(ka, kb);
+    ra_case_clear(&a), ra_case_clear(&b);
+}
+END_TEST
+
+START_TEST(regress_cache_key_shape)
+{
+    /* [2, 2] vs [4]: the rank differs; [1, 4] vs [4, 1]: only the dims. */
+    const int64_t s22[2] = {2, 2}, s4[1] = {4}, s14[2] = {1, 4}, s41[2] = {4, 1};
+    const struct {
+        int na;
+        const int64_t *a;
+        int nb;
+        const int64_t *b;
+    } pairs[] = {{2, s22, 1, s4}, {2, s14, 2, s41}};
+    ra_ref_opts o = opts(NULL);
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        ra_case a, b;
+        raw_case(&a, RA_F32, pairs[i].na, pairs[i].a);
+        raw_case(&b, RA_F32, pairs[i].nb, pairs[i].b);
+        ck_assert_mem_eq(tu_t(&a, "x")->data, tu_t(&b, "x")->data, tu_t(&a, "x")->nbytes);
+        char ka[33], kb[33];
+        ra_ref_cache_key(ka, &a, &o);
+        ra_ref_cache_key(kb, &b, &o);
+        ck_assert_msg(strcmp(ka, kb) != 0, "pair %zu shares a key", i);
+        ra_case_clear(&a), ra_case_clear(&b);
+    }
+}
+END_TEST
+
+/* The key depends on the reference code's version, which the build takes
+   from the reference sources: an entry computed by other reference code is
+   not served, even when it is otherwise a perfect entry. */
+START_TEST(regress_cache_code_version)
+{
+    const char *v = ra_ref_code_version();
+    unsigned long crc, len;
+    char end;
+    ck_assert_msg(sscanf(v, "%lu-%lu%c", &crc, &len, &end) == 2 && len > 10000, "version '%s'", v);
+    ra_case c, r1, r2;
+    small_case(&c, 4);
+    ra_ref_opts o = opts(NULL);
+    char k0[33], k1[33], k2[33];
+    ra_ref_cache_key(k0, &c, &o);
+    ra_ref_cache_key_for(k1, &c, &o, v);
+    ck_assert_str_eq(k0, k1);
+    ra_ref_cache_key_for(k2, &c, &o, "0-0");
+    ck_assert_str_ne(k0, k2);
+
+    /* An entry of "old code" (other numbers, its own key, a valid content
+       hash) placed where the old code would have stored it. */
+    tu_scratch_setup();
+    o = opts(tu_scratch_dir);
+    ck_assert_int_eq(ra_ref_compute(&r1, &c, &o, "c"), RA_OK);
+    ck_assert_str_eq(ra_case_param(&r1, "ref_code_version"), v);
+    char path[1024];
+    entry_path(path, sizeof path, tu_scratch_dir, &c, &o);
+    ck_assert_int_eq(unlink(path), 0);
+    ra_case old;
+    ra_case_init(&old);
+    ra_ref_cache_key_for(k2, &c, &o, "0-0");
+    ck_assert_int_eq(ra_case_set_op(&old, "gdn"), RA_OK);
+    ck_assert_int_eq(ra_kv_copy(&old.params, &r1.params), RA_OK);
+    ra_kv_remove(&old.params, "cache");
+    for (size_t i = 0; i < r1.tensors.n; i++) {
+        ra_tensor *t;
+        ck_assert_int_eq(ra_tensor_clone(&t, r1.tensors.items[i], NULL), RA_OK);
+        ck_assert_int_eq(ra_tensors_add(&old.tensors, t), RA_OK);
+    }
+    ra_tensor *ot = tu_t(&old, "o");
+    ra_tensor_set(ot, 0, ra_tensor_get(ot, 0) + 1.0);
+    ck_assert_int_eq(ra_kv_set(&old.params, "ref_code_version", "0-0"), RA_OK);
+    ck_assert_int_eq(ra_kv_set(&old.params, "cache_key", k2), RA_OK);
+    char h[33];
+    ck_assert_int_eq(ra_ref_content_hash(h, &old), RA_OK);
+    ck_assert_int_eq(ra_kv_set(&old.params, "content_hash", h), RA_OK);
+    ck_assert_int_eq(ra_ref_cache_store(&old, tu_scratch_dir, k2), RA_OK);
+    ck_assert_int_eq(ra_ref_compute(&r2, &c, &o, "c"), RA_OK);
+    ck_assert_str_eq(ra_case_param(&r2, "cache"), "miss");
+    same_tensors(&r1, &r2);
+    ra_case_clear(&old), ra_case_clear(&c), ra_case_clear(&r1), ra_case_clear(&r2);
+    tu_scratch_teardown();
+}
+END_TEST
+
+/* --- the input hash ------------------------------------------------------------------------------
+ */
+
+static void le64(unsigned char **p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        *(*p)++ = (unsigned char)(v >> (8 * i));
+}
+
+START_TEST(special_input_hash)
+{
+    /* xxHash's published XXH3-64 vectors (seed 0, input bytes i mod 256):
+       each length band of the algorithm (0, 1-3, 4-8, 9-16, 17-128,
+       129-240, > 240). */
+    static const struct {
+        size_t len;
+        int64_t h;
+    } vec[] = {{0, INT64_C(3244421341483603138)},    {1, INT64_C(-4302098779834749733)},
+               {3, INT64_C(6864218090047839419)},    {8, INT64_C(4187271766389786872)},
+               {16, INT64_C(-8983023575487778597)},  {17, INT64_C(-6993173599622040792)},
+               {129, INT64_C(-1407864491810865574)}, {256, INT64_C(-7779787747613135503)}};
+    unsigned char buf[256];
+    for (int i = 0; i < 256; i++)
+        buf[i] = (unsigned char)i;
+    for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++)
+        ck_assert_msg(XXH3_64bits(buf, vec[i].len) == (uint64_t)vec[i].h, "length %zu", vec[i].len);
+
+    /* One tensor x, F32 [2, 3]: count, name, dtype, rank, dims, bytes. */
+    const int64_t shape[2] = {2, 3};
+    ra_case c;
+    raw_case(&c, RA_F32, 2, shape);
+    unsigned char stream[256], *p = stream;
+    le64(&p, 1);
+    le64(&p, 1), *p++ = 'x';
+    le64(&p, 3), memcpy(p, "F32", 3), p += 3;
+    le64(&p, 2), le64(&p, 2), le64(&p, 3);
+    le64(&p, 24);
+    for (int i = 0; i < 24; i++)
+        *p++ = (unsigned char)i;
+    char want[17], got[17];
+    snprintf(want, sizeof want, "%016llx",
+             (unsigned long long)XXH3_64bits(stream, (size_t)(p - stream)));
+    ck_assert_int_eq(ra_ref_input_hash(got, &c), RA_OK);
+    ck_assert_str_eq(got, want);
+    ra_case_clear(&c);
+
+    /* Tensor order does not matter; one bit of one input does. */
+    ra_case a, b;
+    small_case(&a, 5);
+    tu_case_init(&b, "gdn");
+    for (size_t i = a.tensors.n; i-- > 0;) {
+        ra_tensor *t;
+        ck_assert_int_eq(ra_tensor_clone(&t, a.tensors.items[i], NULL), RA_OK);
+        ck_assert_int_eq(ra_tensors_add(&b.tensors, t), RA_OK);
+    }
+    char ha[17], hb[17];
+    ck_assert_int_eq(ra_ref_input_hash(ha, &a), RA_OK);
+    ck_assert_int_eq(ra_ref_input_hash(hb, &b), RA_OK);
+    ck_assert_str_eq(ha, hb);
+    ((unsigned char *)tu_t(&b, "beta")->data)[0] ^= 1;
+    ck_assert_int_eq(ra_ref_input_hash(hb, &b), RA_OK);
+    ck_assert_str_ne(ha, hb);
     ra_case_clear(&a), ra_case_clear(&b);
 }
 END_TEST
@@ -223,6 +404,55 @@ static void edit_data_keep_metadata(const char *path, const ra_case *c)
     ra_case_clear(&e);
 }
 
+/* The certificate edited, data and content_hash kept. */
+static void edit_certificate(const char *path, const ra_case *c)
+{
+    (void)c;
+    ra_case e;
+    ra_case_init(&e);
+    ck_assert_int_eq(ra_case_load(&e, path), RA_OK);
+    ck_assert_int_eq(ra_kv_set(&e.params, "certified_bits.o", "999"), RA_OK);
+    ck_assert_int_eq(ra_case_save(&e, path), RA_OK);
+    ra_case_clear(&e);
+}
+
+/* The data edited and the content_hash recomputed over the tensors alone
+   (XXH3-128 of each tensor's name, dtype, shape and bytes, in file order:
+   a hash that leaves the certificate out). */
+static void edit_data_rehash_tensors(const char *path, const ra_case *c)
+{
+    (void)c;
+    ra_case e;
+    ra_case_init(&e);
+    ck_assert_int_eq(ra_case_load(&e, path), RA_OK);
+    ra_tensor *o = tu_t(&e, "o");
+    ra_tensor_set(o, 0, ra_tensor_get(o, 0) * 2);
+    XXH3_state_t *h = XXH3_createState();
+    XXH3_128bits_reset(h);
+    for (size_t i = 0; i < e.tensors.n; i++) {
+        const ra_tensor *t = e.tensors.items[i];
+        XXH3_128bits_update(h, t->name, strlen(t->name));
+        XXH3_128bits_update(h, ra_dtype_st_name(t->dtype), strlen(ra_dtype_st_name(t->dtype)));
+        XXH3_128bits_update(h, t->shape, (size_t)t->ndim * sizeof t->shape[0]);
+        XXH3_128bits_update(h, t->data, t->nbytes);
+    }
+    XXH128_hash_t d = XXH3_128bits_digest(h);
+    XXH3_freeState(h);
+    char hex[33];
+    snprintf(hex, sizeof hex, "%016llx%016llx", (unsigned long long)d.high64,
+             (unsigned long long)d.low64);
+    ck_assert_int_eq(ra_kv_set(&e.params, "content_hash", hex), RA_OK);
+    ck_assert_int_eq(ra_case_save(&e, path), RA_OK);
+    ra_case_clear(&e);
+}
+
+START_TEST(regress_cache_tamper_certificate)
+{
+    tamper_and_check(edit_certificate, "edited certificate");
+    tamper_and_check(edit_data_rehash_tensors, "edited value, tensor-only hash");
+}
+END_TEST
+
 START_TEST(regress_tampered)
 {
     tamper_and_check(flip_last_byte, "flipped data byte");
@@ -235,9 +465,10 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("ref-cache");
-    tu_tcase(s, "special", tu_capture, NULL, special_key);
+    tu_tcase(s, "special", tu_capture, NULL, special_key, special_input_hash);
     tu_tcase(s, "data", tu_capture, NULL, data_hit);
-    tu_tcase(s, "regress", tu_capture, NULL, regress_tampered);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_tampered, regress_cache_key_dtype,
+             regress_cache_key_shape, regress_cache_code_version, regress_cache_tamper_certificate);
     return s;
 }
 

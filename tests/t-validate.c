@@ -90,7 +90,7 @@ START_TEST(special_compare)
     /* dq: absent from the result. */
     ck_assert_str_eq(rows.v[3].tensor, "dq");
     ck_assert_int_eq(rows.v[3].verdict, RA_VERDICT_FAIL);
-    ck_assert_str_eq(rows.v[3].note, "missing from the result");
+    ck_assert_str_eq(rows.v[3].note, "missing gradient dq");
     ck_assert_uint_eq(rows.passed, 2);
     ck_assert_uint_eq(rows.failed, 2);
     ck_assert_uint_eq(rows.skipped, 0);

@@ -24,6 +24,8 @@
  * Built with -DPLANT_DEFECT it carries one deliberate bug, a sign error in
  * the dk term that flows through the state (dk = lambda u + beta S~ du),
  * so that the suite's tests can show validate rejecting it.
+ * Built with -DPLANT_MISNAMED it writes ht and dk under other names, as a
+ * kernel that forgets a tensor does: check must fail it for the missing ones.
  */
 
 #include <math.h>
@@ -39,6 +41,14 @@ const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION;
 #define DK_STATE_SIGN (+1.0) /* the planted bug */
 #else
 #define DK_STATE_SIGN (-1.0)
+#endif
+
+#ifdef PLANT_MISNAMED
+#define HT_NAME "h_final" /* the planted bugs: ht and dk under names no one reads */
+#define DK_NAME "dkey"
+#else
+#define HT_NAME "ht"
+#define DK_NAME "dk"
 #endif
 
 typedef struct gdn {
@@ -152,7 +162,7 @@ static ra_status forward(const ra_variant *self, const ra_case *c, ra_tensors *o
     const int64_t oshape[4] = {p.B, p.T, p.Hv, p.V}, hshape[4] = {p.B, p.Hv, p.K, p.V};
     ra_tensor *o, *ht;
     if ((st = ra_tensors_new(out, &o, "o", RA_F64, 4, oshape)) != RA_OK ||
-        (st = ra_tensors_new(out, &ht, "ht", RA_F64, 4, hshape)) != RA_OK)
+        (st = ra_tensors_new(out, &ht, HT_NAME, RA_F64, 4, hshape)) != RA_OK)
         return st;
     const int64_t KV = p.K * p.V;
     double *S = malloc((size_t)((p.T + 1) * KV) * sizeof *S);
@@ -239,7 +249,7 @@ static ra_status backward(const ra_variant *self, const ra_case *c, ra_tensors *
     const int64_t gs[3] = {p.B, p.T, p.Hv}, hs[4] = {p.B, p.Hv, p.K, p.V};
     ra_tensor *d[6] = {NULL};
     if ((st = ra_tensors_new(grads, &d[0], "dq", RA_F64, 4, qs)) != RA_OK ||
-        (st = ra_tensors_new(grads, &d[1], "dk", RA_F64, 4, qs)) != RA_OK ||
+        (st = ra_tensors_new(grads, &d[1], DK_NAME, RA_F64, 4, qs)) != RA_OK ||
         (st = ra_tensors_new(grads, &d[2], "dv", RA_F64, 4, vs)) != RA_OK ||
         (st = ra_tensors_new(grads, &d[3], "dg", RA_F64, 3, gs)) != RA_OK ||
         (st = ra_tensors_new(grads, &d[4], "dbeta", RA_F64, 3, gs)) != RA_OK ||

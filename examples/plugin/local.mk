@@ -14,6 +14,13 @@ examples_plugin_libgdnexample_defect_la_CPPFLAGS = -I$(top_srcdir)/include -DPLA
 examples_plugin_libgdnexample_defect_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 examples_plugin_libgdnexample_defect_la_LIBADD = -lm
 
+# The example with ht and dk misnamed: a result lacking an output and a gradient.
+check_LTLIBRARIES += examples/plugin/libgdnexample_misnamed.la
+examples_plugin_libgdnexample_misnamed_la_SOURCES = examples/plugin/gdn_example.c
+examples_plugin_libgdnexample_misnamed_la_CPPFLAGS = -I$(top_srcdir)/include -DPLANT_MISNAMED
+examples_plugin_libgdnexample_misnamed_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+examples_plugin_libgdnexample_misnamed_la_LIBADD = -lm
+
 # Broken plugins for the loader's error messages (tests/plugin-errors.sh).
 check_LTLIBRARIES += tests/libbadabi.la tests/liboldabi.la tests/libnoabi.la tests/libbadrow.la
 tests_libbadabi_la_SOURCES = tests/plugin-bad.c
@@ -29,8 +36,8 @@ tests_libbadrow_la_SOURCES = tests/plugin-bad.c
 tests_libbadrow_la_CPPFLAGS = -I$(top_srcdir)/include -DBAD_ROW
 tests_libbadrow_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 
-TESTS += tests/plugin-example.sh tests/plugin-defect.sh tests/plugin-errors.sh
-EXTRA_DIST += tests/plugin-example.sh tests/plugin-defect.sh tests/plugin-errors.sh \
+TESTS += tests/plugin-example.sh tests/plugin-defect.sh tests/plugin-errors.sh tests/check-verdict.sh
+EXTRA_DIST += tests/plugin-example.sh tests/plugin-defect.sh tests/plugin-errors.sh tests/check-verdict.sh \
 	tests/plugin-lib.sh
 
 # ra_plugin_abi_version of the wrong type (tests/regress-abi-symbol-type.sh).

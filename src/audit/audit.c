@@ -215,6 +215,53 @@ ra_status ra_ref_require_certified(const ra_case *ref, const char *what)
               what, cert ? cert : "absent", bits);
 }
 
+/* "o 512 (first at [0, 4, 0, 0])" from the nonfinite.* parameters. */
+static void nonfinite_format(char *buf, size_t len, const ra_case *ref)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < ref->params.n; i++) {
+        const char *k = ref->params.keys[i];
+        if (strncmp(k, "nonfinite.", 10) != 0)
+            continue;
+        char at[64];
+        snprintf(at, sizeof at, "nonfinite_at.%s", k + 10);
+        const char *first = ra_case_param(ref, at);
+        int w = snprintf(buf + used, len > used ? len - used : 0, "%s%s %s (first at %s)",
+                         used ? ", " : "", k + 10, ref->params.vals[i], first ? first : "?");
+        if (w > 0)
+            used += (size_t)w;
+    }
+}
+
+int ra_ref_usable(const ra_case *ref, int allow_uncertified, char *why, size_t len)
+{
+    const char *cert = ra_case_param(ref, "certified");
+    if (cert && strcmp(cert, "not-representable") == 0) {
+        char bad[384];
+        nonfinite_format(bad, sizeof bad, ref);
+        snprintf(why, len,
+                 "reference not representable in f64 (non-finite values: %s): no verdict is "
+                 "possible",
+                 bad);
+        return 0;
+    }
+    if (allow_uncertified || (cert && strcmp(cert, "yes") == 0))
+        return 1;
+    char bits[384];
+    ra_ref_bits_format(bits, sizeof bits, ref);
+    snprintf(why, len, "reference not certified (bits: %s); --allow-uncertified uses it", bits);
+    return 0;
+}
+
+ra_status ra_ref_require_representable(const ra_case *ref, const char *what)
+{
+    char why[512];
+    if (ra_ref_usable(ref, 1, why, sizeof why))
+        return RA_OK;
+    RA_ERRORF(RA_ENUMERIC, "%s: %s", what, why);
+}
+
 /* A new row carrying the metrics of one tensor and its worst element. */
 static ra_status metrics_row(ra_row **out, ra_rows *rows, const char *variant,
                              const ra_case_spec *id, const ra_tensor *ref, const ra_check_opts *o,
@@ -305,9 +352,12 @@ ra_status ra_check_compare(ra_rows *rows, const ra_case *result, const ra_case *
             if (!rt)
                 RA_ERRORF(RA_EINTERNAL, "expected tensor '%s' is not in the reference", *e);
             const ra_tensor *res = ra_tensors_find(&result->tensors, *e);
+            const ra_op *op = ref->op ? ra_op_find(ref->op) : NULL;
+            const ra_op_tensor *role = op ? ra_op_tensor_find(op, *e) : NULL;
             if (!res)
-                RA_TRY(ra_rows_note(rows, variant, id, *e, o->repro, RA_VERDICT_FAIL,
-                                    "missing from the result"));
+                RA_TRY(ra_rows_note(
+                    rows, variant, id, *e, o->repro, RA_VERDICT_FAIL, "missing %s %s",
+                    role && role->role == RA_ROLE_GRADIENT ? "gradient" : "output", *e));
             else
                 RA_TRY(compare_one(rows, res, rt, id, o));
         }

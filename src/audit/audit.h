@@ -122,6 +122,14 @@ int ra_is_gradient_of(const char *name, const ra_case *c);
 /* Refuses (RA_ENUMERIC, naming what and the bits) a reference whose
    certified parameter is not "yes"; prints nothing else. */
 ra_status ra_ref_require_certified(const ra_case *ref, const char *what);
+/* 1 if ref may be compared against: representable in f64 (certified is
+   not "not-representable": no finite truth to measure against, whatever
+   allow_uncertified says) and certified "yes" unless allow_uncertified;
+   else 0 with the reason, for a FAIL row, in why. */
+int ra_ref_usable(const ra_case *ref, int allow_uncertified, char *why, size_t len);
+/* Refuses (RA_ENUMERIC, naming what and the non-finite tensors) a
+   reference that is not representable in f64. */
+ra_status ra_ref_require_representable(const ra_case *ref, const char *what);
 /* "o 113, ht 113, dq 112" from the certified_bits.* parameters. */
 void ra_ref_bits_format(char *buf, size_t len, const ra_case *ref);
 

@@ -84,8 +84,8 @@ typedef struct case_ctx {
     const ra_case_spec *id;
     const ra_audit_opts *o;
     const char **outputs, **all;
-    int certified;
-    char bits[512];
+    int certified;      /* usable: certified, or allowed uncertified, and representable */
+    char unusable[512]; /* why the reference cannot be used */
 } case_ctx;
 
 /* One variant on the case: rows appended. */
@@ -95,9 +95,7 @@ static ra_status audit_variant(ra_rows *rows, const ra_registry *r, const ra_var
     char repro[1024], why[512];
     repro_command(repro, sizeof repro, r, v, x->id, x->o);
     if (!x->certified)
-        return ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_FAIL,
-                            "reference not certified (bits: %s); --allow-uncertified uses it",
-                            x->bits);
+        return ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_FAIL, "%s", x->unusable);
     if (!ra_variant_supports(v, x->c, 0, why, sizeof why))
         return ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_SKIP, "%s", why);
 
@@ -170,9 +168,7 @@ ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, c
         st = ra_ref_compute(&ref, &c, &ro, what);
     }
     if (st == RA_OK) {
-        const char *cert = ra_case_param(&ref, "certified");
-        x.certified = o->allow_uncertified || (cert && strcmp(cert, "yes") == 0);
-        ra_ref_bits_format(x.bits, sizeof x.bits, &ref);
+        x.certified = ra_ref_usable(&ref, o->allow_uncertified, x.unusable, sizeof x.unusable);
         st = expected_names(&x.outputs, &ref, &c, 0);
     }
     if (st == RA_OK)

@@ -3,6 +3,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "audit/audit.h"
@@ -17,15 +18,26 @@
 
 /*
  * The reference comes from --ref or from ra_ref_compute (cached), with
- * gradients only when the result holds some.  It must be certified unless
- * --allow-uncertified; its certified bits are always printed.  Metrics are
- * computed for every tensor of the result that the reference has; gates
- * apply when a variant is named (--variant, else the result's "variant"
- * metadata), and then every tensor must be covered by a gate.
+ * gradients when the case carries a cotangent and the result is not
+ * declared forward-only (metadata forward_only=true, written by `run
+ * --fwd-only` and by `run` of a variant without a backward).  It must be
+ * certified unless --allow-uncertified; its certified bits are always
+ * printed.  The result must hold every tensor the case calls for, as the
+ * operation's row lists them: every output, and the gradient d<x> of every
+ * input x the case holds when gradients are due.  A missing one is a FAIL
+ * row naming it, never a silent pass: a kernel that forgets ht or dk must
+ * not go green.  Gates apply when a variant is named (--variant, else the
+ * result's "variant" metadata), and then every tensor must be covered by a
+ * gate.
  *
  * A result whose metadata names a different case (shape, seed, regime,
  * dtype) than the case file is refused: comparing it would measure the
- * mix-up, not the kernel.
+ * mix-up, not the kernel.  A --ref file must moreover carry the input_hash
+ * of this case's tensors (XXH3-64, src/ref/cache.c): metadata alone cannot
+ * tell an edited case from the original, so a reference of another case
+ * with equal metadata, or one written before input hashes existed, is
+ * refused (exit 2).  A reference that is not representable in f64 (a
+ * non-finite value) gives no verdict, --allow-uncertified or not.
  */
 
 static void print_help(FILE *f)
@@ -84,18 +96,71 @@ static ra_status same_case(const ra_case *c, const char *case_path, const ra_cas
     return RA_OK;
 }
 
-static ra_status get_reference(ra_case *ref, const ra_case *c, const ra_case *res,
-                               const check_args *a)
+/* 1 when the case carries a cotangent of an output (gradients are due). */
+static int has_cotangent(const ra_case *c, const ra_op *op)
+{
+    for (const ra_op_tensor *t = op->tensors; t->name; t++)
+        if (t->role == RA_ROLE_COTANGENT && ra_tensors_find(&c->tensors, t->name))
+            return 1;
+    return 0;
+}
+
+/* The NULL-ended names the result must hold: the op's outputs (an optional
+   one when the reference has it), then, with grads, d<x> for every input x
+   in the case.  Each must be in the reference. */
+static ra_status expected_names(const char ***out, const ra_op *op, const ra_case *c,
+                                const ra_case *ref, int grads, const check_args *a)
+{
+    size_t n = 0;
+    for (const ra_op_tensor *t = op->tensors; t->name; t++)
+        n++;
+    const char **names = calloc(n + 1, sizeof *names);
+    if (!names)
+        RA_ERROR("out of memory", RA_ENOMEM);
+    n = 0;
+    for (const ra_op_tensor *t = op->tensors; t->name; t++) {
+        int want = t->role == RA_ROLE_OUTPUT
+                       ? !t->optional || ra_tensors_find(&ref->tensors, t->name)
+                       : t->role == RA_ROLE_GRADIENT && grads && ra_is_gradient_of(t->name, c);
+        if (!want)
+            continue;
+        if (!ra_tensors_find(&ref->tensors, t->name)) {
+            free(names);
+            RA_ERRORF(RA_EINVAL, "%s: the reference lacks %s %s, which %s calls for (%s)",
+                      a->ref_path ? a->ref_path : "computed reference",
+                      t->role == RA_ROLE_OUTPUT ? "output" : "gradient", t->name, a->case_path,
+                      a->ref_path ? "recompute it with 'recaudit ref' without --no-grads"
+                                  : "internal error");
+        }
+        names[n++] = t->name;
+    }
+    *out = names;
+    return RA_OK;
+}
+
+static ra_status get_reference(ra_case *ref, const ra_case *c, int grads, const check_args *a)
 {
     if (a->ref_path) {
         RA_TRY(ra_case_load(ref, a->ref_path));
-        return same_case(c, a->case_path, ref, a->ref_path);
+        RA_TRY(same_case(c, a->case_path, ref, a->ref_path));
+        const char *stored = ra_case_param(ref, "input_hash");
+        char h[17];
+        if (!stored)
+            RA_ERRORF(RA_EINVAL,
+                      "%s: no input_hash (written before references recorded their case's "
+                      "inputs): recompute it with 'recaudit ref %s'",
+                      a->ref_path, a->case_path);
+        RA_TRY(ra_ref_input_hash(h, c));
+        if (strcmp(stored, h) != 0)
+            RA_ERRORF(RA_EINVAL,
+                      "%s: not the reference of %s: its input_hash %s differs from the case's "
+                      "%s (the case's tensors differ from those it was computed from)",
+                      a->ref_path, a->case_path, stored, h);
+        return RA_OK;
     }
     ra_ref_opts o;
     ra_ref_opts_init(&o);
-    o.grads = 0;
-    for (size_t i = 0; i < res->tensors.n; i++)
-        o.grads |= ra_is_gradient_of(res->tensors.items[i]->name, c);
+    o.grads = grads;
     o.threads = (int)a->cli->threads;
     return ra_ref_compute(ref, c, &o, a->case_path);
 }
@@ -112,6 +177,9 @@ static int check(const check_args *a)
     ra_rows_init(&rows);
     FILE *info = ra_cli_info_stream(a->cli->fmt);
     const char *variant = a->cli->variant;
+    const char **expected = NULL;
+    const ra_op *op = NULL;
+    int grads = 0, fwd_only = 0;
 
     ra_status st = ra_case_load(&c, a->case_path);
     if (st == RA_OK)
@@ -119,7 +187,18 @@ static int check(const check_args *a)
     if (st == RA_OK)
         st = same_case(&c, a->case_path, &res, a->result_path);
     if (st == RA_OK)
-        st = get_reference(&ref, &c, &res, a);
+        st = ra_op_require(&op, c.op, a->case_path);
+    if (st == RA_OK)
+        st = ra_case_param_bool(&fwd_only, &res, "forward_only", 0);
+    if (st == RA_OK) {
+        grads = !fwd_only && has_cotangent(&c, op);
+        if (fwd_only && has_cotangent(&c, op))
+            fprintf(info, "result %s is forward-only (forward_only=true): gradients not checked\n",
+                    a->result_path);
+        st = get_reference(&ref, &c, grads, a);
+    }
+    if (st == RA_OK)
+        st = expected_names(&expected, op, &c, &ref, grads, a);
     if (st == RA_OK) {
         char bits[1024];
         const char *cert = ra_case_param(&ref, "certified");
@@ -132,8 +211,10 @@ static int check(const check_args *a)
                 a->ref_path ? a->ref_path : "computed", cache ? " (cache " : "", cache ? cache : "",
                 cache ? ")" : "", prec ? prec : "?", cprec ? cprec : "-", cert ? cert : "absent",
                 bits);
-        if (!a->cli->allow_uncertified)
-            st = ra_ref_require_certified(&ref, a->ref_path ? a->ref_path : a->case_path);
+        const char *what = a->ref_path ? a->ref_path : a->case_path;
+        st = ra_ref_require_representable(&ref, what);
+        if (st == RA_OK && !a->cli->allow_uncertified)
+            st = ra_ref_require_certified(&ref, what);
     }
     if (st == RA_OK && !variant)
         variant = ra_case_param(&res, "variant");
@@ -152,7 +233,7 @@ static int check(const check_args *a)
                  a->cli->gates ? " --gates " : "", a->cli->gates ? a->cli->gates : "");
         ra_case_spec id;
         ra_case_spec_from_case(&id, &c, 1);
-        ra_check_opts co = {variant ? &gates : NULL, variant, 1, NULL, repro};
+        ra_check_opts co = {variant ? &gates : NULL, variant, 1, expected, repro};
         st = ra_check_compare(&rows, &res, &ref, &id, &co);
     }
     if (st == RA_OK)
@@ -163,6 +244,7 @@ static int check(const check_args *a)
         ra_report_summary(info, &rows);
     }
     int rc = st != RA_OK ? ra_status_exit_code(st) : rows.failed ? 1 : 0;
+    free(expected);
     ra_rows_clear(&rows);
     ra_gates_clear(&gates);
     ra_case_clear(&ref);

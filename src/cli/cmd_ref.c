@@ -18,8 +18,9 @@
  * the reference (every output and gradient as f64, the certificate in the
  * metadata) and prints one row per tensor with its certified bits.  Exit
  * status: 0 when certified (or certification was turned off), 1 when a
- * tensor fell short of --min-bits at the precision cap (the file is still
- * written: the shortfall is in it), 2 for bad usage or input.  Without -o
+ * tensor fell short of --min-bits at the precision cap or holds a value f64
+ * cannot represent (the file is still written: the shortfall is in it,
+ * certified=not-representable for the latter), 2 for bad usage or input.  Without -o
  * the reference goes next to the case, CASE.ref.safetensors.
  */
 
@@ -52,7 +53,8 @@ static void print_help(FILE *f)
                "  --format F         table format: text (default), md, csv, json\n"
                "  -h, --help         this help\n"
                "\n"
-               "exit status: 0 certified, 1 a tensor is short of --min-bits at the cap,\n"
+               "exit status: 0 certified, 1 a tensor is short of --min-bits at the cap or\n"
+               "not representable in f64 (certified: not-representable),\n"
                "2 bad usage or bad input\n");
 }
 
@@ -176,9 +178,12 @@ static ra_status print_table(const ra_case *ref, ra_format fmt)
         const ra_tensor *x = ref->tensors.items[i];
         char shape[128], key[64];
         ra_shape_format(shape, sizeof shape, x->ndim, x->shape);
+        snprintf(key, sizeof key, "nonfinite.%s", x->name);
+        const int nonfinite = ra_case_param(ref, key) != NULL;
         snprintf(key, sizeof key, "certified_bits.%s", x->name);
         const char *bits = ra_case_param(ref, key);
-        const char *status = !bits                                ? "unchecked"
+        const char *status = nonfinite                            ? "NONFINITE"
+                             : !bits                              ? "unchecked"
                              : strtol(bits, NULL, 10) >= min_bits ? "ok"
                                                                   : "SHORT";
         const char *cells[] = {x->name, shape, bits ? bits : "-", status};
@@ -231,7 +236,12 @@ int ra_cmd_ref(int argc, char **argv)
                 "recaudit ref: not certified: a tensor agrees on fewer than %d bits at the "
                 "precision cap %ld (raise --prec-cap)\n",
                 a.o.min_bits, (long)a.o.prec_cap);
-    const int short_of_bits = cert && strcmp(cert, "no") == 0;
+    const int unrepresentable = cert && strcmp(cert, "not-representable") == 0;
+    if (unrepresentable)
+        fprintf(stderr,
+                "recaudit ref: not representable: a tensor holds values beyond the f64 range "
+                "(nonfinite.* in the file); no kernel can be certified against it\n");
+    const int short_of_bits = cert && (strcmp(cert, "no") == 0 || unrepresentable);
     ra_case_clear(&c);
     ra_case_clear(&ref);
     free(out);

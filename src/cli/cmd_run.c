@@ -17,7 +17,10 @@
  * file holds the outputs and gradients, under the tensor names that
  * docs/gdn.md defines, in the variant's storage dtypes; its metadata is the
  * case's parameters plus "variant", so `recaudit check` can apply that
- * variant's gates.  A variant that cannot serve the case (capability, or
+ * variant's gates, and "forward_only=true" when no backward was asked for
+ * (--fwd-only) or the variant has none: `check` then checks the outputs
+ * alone, and otherwise fails a result that lacks a gradient the case's
+ * cotangents call for.  A variant that cannot serve the case (capability, or
  * its own refusal) is bad input: exit 2 with its reason.
  */
 
@@ -71,6 +74,8 @@ static int run(const ra_cli_args *a, const char *case_path)
     rr.elapsed_ms = -1;
     if (st == RA_OK)
         st = ra_variant_execute(&result, v, &c, !a->fwd_only, &rr);
+    if (st == RA_OK && (a->fwd_only || !(v->caps & RA_BWD)))
+        st = ra_kv_set(&result.params, "forward_only", "true");
     if (st == RA_OK)
         st = ra_case_save(&result, out_path);
     if (st == RA_OK) {

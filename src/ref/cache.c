@@ -12,51 +12,95 @@
 
 #include "core/case.h"
 #include "core/io.h"
+#include "ref_code_version.h"
 #include "ref/refop.h"
 
 /*
- * A reference is a pure function of (op, parameters, input tensors,
- * precision options), so its key hashes exactly those: a format tag (bumped
- * whenever a reference algorithm changes its results), the op, the
- * parameters sorted by key, the tensors sorted by name (name, dtype, shape,
- * raw bytes) and the options prec, effective check_prec, prec_cap,
- * min_bits, certify and grads.  Each field enters as a length-prefixed
- * byte string, so no two different inputs concatenate to the same stream.
- * threads, progress and the cache settings do not change a result and are
- * not hashed.
+ * A reference is a pure function of (reference code, op, parameters, input
+ * tensors, precision options), so its key hashes exactly those: a format
+ * tag, the reference code's version (RA_REF_CODE_VERSION, a checksum of
+ * the reference sources generated at build time, so a fix to a reference
+ * retires every entry it computed without anyone bumping a number), the
+ * op, the parameters sorted by key, the tensors sorted by name (name,
+ * dtype, shape, raw bytes) and the options prec, effective check_prec,
+ * prec_cap, min_bits, certify and grads.  Each field enters as a byte
+ * string prefixed by its length (8 bytes, little-endian), so no two
+ * different inputs concatenate to the same stream.  threads, progress and
+ * the cache settings do not change a result and are not hashed.
+ *
+ * The input hash written into every reference (input_hash) is XXH3-64,
+ * seed 0, of the case's tensors in that same encoding (their count, then
+ * each sorted by name): `check --ref` recomputes it from the case file to
+ * tie a reference to the exact inputs it was computed from.
  *
  * Entries are <dir>/<key>.safetensors.  A file found there is trusted only
  * after it parses, has the op, cache_key equal to the key, exactly the
  * expected tensors (f64, expected shapes), and a content_hash that matches
- * its data, so a truncated, tampered, or colliding file is recomputed and
+ * its data and its metadata (the certificate included), so a truncated,
+ * tampered (tensor or certificate), or colliding file is recomputed and
  * overwritten (the caller stores over it), with a note through the error
  * handler.  Stores go through ra_case_save, which writes path.tmp.<pid>
  * and renames it: readers never see a partial entry, and two processes
  * storing the same key at once both leave a complete file.
  */
 
-#define CACHE_FORMAT "recaudit-ref-cache/1"
+#define CACHE_FORMAT "recaudit-ref-cache/2"
 
-static void hash_bytes(XXH3_state_t *h, const void *p, size_t n)
+/* One XXH3 stream, 64 bits (the input hash) or 128 (keys, content). */
+typedef struct hasher {
+    XXH3_state_t *s;
+    int wide;
+} hasher;
+
+static int hasher_start(hasher *h, int wide)
 {
-    uint64_t len = n; /* host order: keys are per-machine */
-    XXH3_128bits_update(h, &len, sizeof len);
-    XXH3_128bits_update(h, p, n);
+    h->wide = wide;
+    if (!(h->s = XXH3_createState()))
+        return 0;
+    if (wide)
+        XXH3_128bits_reset(h->s);
+    else
+        XXH3_64bits_reset(h->s);
+    return 1;
 }
 
-static void hash_str(XXH3_state_t *h, const char *s) { hash_bytes(h, s, strlen(s)); }
+static void update(hasher *h, const void *p, size_t n)
+{
+    if (h->wide)
+        XXH3_128bits_update(h->s, p, n);
+    else
+        XXH3_64bits_update(h->s, p, n);
+}
 
-static void hash_num(XXH3_state_t *h, const char *name, long v)
+/* v as 8 little-endian bytes: the same stream on every host. */
+static void hash_u64(hasher *h, uint64_t v)
+{
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    update(h, b, sizeof b);
+}
+
+static void hash_bytes(hasher *h, const void *p, size_t n)
+{
+    hash_u64(h, n);
+    update(h, p, n);
+}
+
+static void hash_str(hasher *h, const char *s) { hash_bytes(h, s, strlen(s)); }
+
+static void hash_num(hasher *h, const char *name, long v)
 {
     char buf[64];
     snprintf(buf, sizeof buf, "%s=%ld", name, v);
     hash_str(h, buf);
 }
 
-static void digest_hex(char hex[33], XXH3_state_t *h)
+static void digest_hex(char hex[33], hasher *h)
 {
-    XXH128_hash_t d = XXH3_128bits_digest(h);
+    XXH128_hash_t d = XXH3_128bits_digest(h->s);
     snprintf(hex, 33, "%016llx%016llx", (unsigned long long)d.high64, (unsigned long long)d.low64);
+    XXH3_freeState(h->s);
 }
 
 static int cmp_str_ptr(const void *a, const void *b)
@@ -64,72 +108,133 @@ static int cmp_str_ptr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void hash_tensor(XXH3_state_t *h, const ra_tensor *t)
+/* name, dtype, ndim, dims, bytes (the data as stored: little-endian). */
+static void hash_tensor(hasher *h, const ra_tensor *t)
 {
     hash_str(h, t->name);
     hash_str(h, ra_dtype_st_name(t->dtype));
-    int64_t dims[RA_MAX_DIMS + 1];
-    dims[0] = t->ndim;
+    hash_u64(h, (uint64_t)t->ndim);
     for (int i = 0; i < t->ndim; i++)
-        dims[i + 1] = t->shape[i];
-    hash_bytes(h, dims, (size_t)(t->ndim + 1) * sizeof dims[0]);
+        hash_u64(h, (uint64_t)t->shape[i]);
     hash_bytes(h, t->data, t->nbytes);
+}
+
+/* The tensors sorted by name.  Without memory for the sorted view they go
+   in file order after a tag (still deterministic per input) and the
+   status is RA_ENOMEM, for callers that need the canonical order. */
+static ra_status hash_tensors_sorted(hasher *h, const ra_tensors *ts)
+{
+    const char **names = malloc((ts->n + 1) * sizeof *names);
+    if (!names) {
+        hash_str(h, "(out of memory: unordered)");
+        for (size_t i = 0; i < ts->n; i++)
+            hash_tensor(h, ts->items[i]);
+        return RA_ENOMEM;
+    }
+    for (size_t i = 0; i < ts->n; i++)
+        names[i] = ts->items[i]->name;
+    qsort(names, ts->n, sizeof *names, cmp_str_ptr);
+    hash_u64(h, ts->n);
+    for (size_t i = 0; i < ts->n; i++)
+        hash_tensor(h, ra_tensors_find(ts, names[i]));
+    free(names);
+    return RA_OK;
+}
+
+static int skipped(const char *key, const char *const *skip)
+{
+    for (const char *const *s = skip; s && *s; s++)
+        if (strcmp(key, *s) == 0)
+            return 1;
+    return 0;
+}
+
+/* The parameters sorted by key, leaving out the keys in skip (NULL-ended);
+   without memory as hash_tensors_sorted. */
+static ra_status hash_params_sorted(hasher *h, const ra_kv *kv, const char *const *skip)
+{
+    const char **keys = malloc((kv->n + 1) * sizeof *keys);
+    if (!keys) {
+        hash_str(h, "(out of memory: unordered)");
+        for (size_t i = 0; i < kv->n; i++)
+            if (!skipped(kv->keys[i], skip)) {
+                hash_str(h, kv->keys[i]);
+                hash_str(h, kv->vals[i]);
+            }
+        return RA_ENOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < kv->n; i++)
+        if (!skipped(kv->keys[i], skip))
+            keys[n++] = kv->keys[i];
+    qsort(keys, n, sizeof *keys, cmp_str_ptr);
+    hash_u64(h, n);
+    for (size_t i = 0; i < n; i++) {
+        hash_str(h, keys[i]);
+        hash_str(h, ra_kv_get(kv, keys[i]));
+    }
+    free(keys);
+    return RA_OK;
+}
+
+const char *ra_ref_code_version(void) { return RA_REF_CODE_VERSION; }
+
+void ra_ref_cache_key_for(char hex[33], const ra_case *c, const ra_ref_opts *o,
+                          const char *code_version)
+{
+    hasher h;
+    if (!hasher_start(&h, 1)) { /* no memory for 600 bytes: a key nothing can match */
+        snprintf(hex, 33, "%032d", 0);
+        return;
+    }
+    hash_str(&h, CACHE_FORMAT);
+    hash_str(&h, code_version);
+    hash_str(&h, c->op ? c->op : "");
+    (void)hash_params_sorted(&h, &c->params, NULL); /* unordered without memory: still a key */
+    (void)hash_tensors_sorted(&h, &c->tensors);
+    hash_num(&h, "prec", (long)o->prec);
+    hash_num(&h, "check_prec", (long)(o->check_prec ? o->check_prec : 2 * o->prec));
+    hash_num(&h, "prec_cap", (long)o->prec_cap);
+    hash_num(&h, "min_bits", o->min_bits);
+    hash_num(&h, "certify", o->certify != 0);
+    hash_num(&h, "grads", o->grads != 0);
+    digest_hex(hex, &h);
 }
 
 void ra_ref_cache_key(char hex[33], const ra_case *c, const ra_ref_opts *o)
 {
-    XXH3_state_t *h = XXH3_createState();
-    if (!h) { /* no memory for 600 bytes: a key nothing can match */
-        snprintf(hex, 33, "%032d", 0);
-        return;
-    }
-    XXH3_128bits_reset(h);
-    hash_str(h, CACHE_FORMAT);
-    hash_str(h, c->op ? c->op : "");
-    /* Sorted views (pointers only) of the parameters and tensors. */
-    size_t np = c->params.n, nt = c->tensors.n;
-    const char **keys = malloc((np + 1) * sizeof *keys);
-    const char **names = malloc((nt + 1) * sizeof *names);
-    if (keys && names) {
-        for (size_t i = 0; i < np; i++)
-            keys[i] = c->params.keys[i];
-        qsort(keys, np, sizeof *keys, cmp_str_ptr);
-        for (size_t i = 0; i < np; i++) {
-            hash_str(h, keys[i]);
-            hash_str(h, ra_kv_get(&c->params, keys[i]));
-        }
-        for (size_t i = 0; i < nt; i++)
-            names[i] = c->tensors.items[i]->name;
-        qsort(names, nt, sizeof *names, cmp_str_ptr);
-        for (size_t i = 0; i < nt; i++)
-            hash_tensor(h, ra_tensors_find(&c->tensors, names[i]));
-    } else
-        hash_str(h, "(out of memory: unordered)"); /* still deterministic per input */
-    free(keys);
-    free(names);
-    hash_num(h, "prec", (long)o->prec);
-    hash_num(h, "check_prec", (long)(o->check_prec ? o->check_prec : 2 * o->prec));
-    hash_num(h, "prec_cap", (long)o->prec_cap);
-    hash_num(h, "min_bits", o->min_bits);
-    hash_num(h, "certify", o->certify != 0);
-    hash_num(h, "grads", o->grads != 0);
-    digest_hex(hex, h);
-    XXH3_freeState(h);
+    ra_ref_cache_key_for(hex, c, o, ra_ref_code_version());
 }
 
-void ra_ref_content_hash(char hex[33], const ra_tensors *ts)
+ra_status ra_ref_input_hash(char hex[17], const ra_case *c)
 {
-    XXH3_state_t *h = XXH3_createState();
-    if (!h) {
-        snprintf(hex, 33, "%032d", 0);
-        return;
+    hasher h;
+    if (!hasher_start(&h, 0))
+        RA_ERROR("out of memory", RA_ENOMEM);
+    ra_status st = hash_tensors_sorted(&h, &c->tensors);
+    if (st == RA_OK)
+        snprintf(hex, 17, "%016llx", (unsigned long long)XXH3_64bits_digest(h.s));
+    XXH3_freeState(h.s);
+    if (st != RA_OK)
+        RA_ERROR("out of memory", st);
+    return RA_OK;
+}
+
+ra_status ra_ref_content_hash(char hex[33], const ra_case *ref)
+{
+    static const char *const skip[] = {"content_hash", "cache", NULL};
+    hasher h;
+    if (!hasher_start(&h, 1))
+        RA_ERROR("out of memory", RA_ENOMEM);
+    hash_str(&h, CACHE_FORMAT);
+    hash_str(&h, ref->op ? ref->op : "");
+    ra_status st = hash_params_sorted(&h, &ref->params, skip);
+    if (hash_tensors_sorted(&h, &ref->tensors) != RA_OK || st != RA_OK) {
+        XXH3_freeState(h.s);
+        RA_ERROR("out of memory", RA_ENOMEM);
     }
-    XXH3_128bits_reset(h);
-    hash_str(h, CACHE_FORMAT);
-    for (size_t i = 0; i < ts->n; i++)
-        hash_tensor(h, ts->items[i]);
-    digest_hex(hex, h);
-    XXH3_freeState(h);
+    digest_hex(hex, &h);
+    return RA_OK;
 }
 
 ra_status ra_ref_cache_dir(char **out, const ra_ref_opts *o)
@@ -217,10 +322,12 @@ static const char *verify(const ra_case *e, const char *key, const char *op,
         }
         char h[33];
         const char *stored = ra_case_param(e, "content_hash");
-        ra_ref_content_hash(h, &e->tensors);
-        if (stored && strcmp(stored, h) == 0)
+        if (ra_ref_content_hash(h, e) != RA_OK)
+            snprintf(why, len, "its content_hash could not be computed (see above)");
+        else if (stored && strcmp(stored, h) == 0)
             return NULL;
-        snprintf(why, len, "its data does not match its content_hash");
+        else
+            snprintf(why, len, "its data or certificate does not match its content_hash");
     }
     return why;
 }

@@ -1,6 +1,7 @@
 /* Certified references: the Ziv loop over precisions, the certificate, dispatch. */
 #include "ref/ref.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,15 @@
  * 2p is much smaller than at p (true for the fixed sequence of correctly
  * rounded MPFR operations of these references, whose error bounds scale as
  * 2^-p).
+ *
+ * A reference whose f64 tensors hold a non-finite value (an overflow of
+ * the f64 range, e.g. gdn with gates g = 200, whose state grows as
+ * e^(200 t)) is "not representable": certified=not-representable whatever
+ * the bits say, with nonfinite.<tensor> (count) and nonfinite_at.<tensor>
+ * (first index), since no finite kernel output can be measured against an
+ * infinite truth.  Every reference records its input_hash (XXH3-64 of the
+ * case's tensors) and ref_code_version, and a content_hash over its
+ * metadata and tensors (src/ref/cache.c).
  *
  * The comparison and the f64 rounding run in parallel over fixed chunks;
  * the minimum and the first worst index are combined so that the result
@@ -196,19 +206,44 @@ static ra_status certify_loop(ra_ref_outs *final, certificate *cert, const ra_re
     }
 }
 
+/* Records the non-finite f64 values of x (count and first index) in kv;
+   0 when there are some. */
+static int representable(ra_kv *kv, const ra_tensor *x, ra_status *st)
+{
+    const double *d = x->data;
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < x->numel; i++)
+        if (!isfinite(d[i]) && bad++ == 0)
+            first = i;
+    if (!bad)
+        return 1;
+    char k[64], idx[160];
+    snprintf(k, sizeof k, "nonfinite.%s", x->name);
+    *st = ra_kv_setf(kv, k, "%lld", (long long)bad);
+    ra_index_format(idx, sizeof idx, first, x->ndim, x->shape);
+    snprintf(k, sizeof k, "nonfinite_at.%s", x->name);
+    if (*st == RA_OK)
+        *st = ra_kv_set(kv, k, idx);
+    return 0;
+}
+
 static ra_status build_result(ra_case *ref, const ra_case *c, const ra_ref_outs *final,
                               const certificate *cert, const ra_ref_opts *o, const char *key)
 {
     ra_case_init(ref);
     RA_TRY(ra_case_set_op(ref, c->op));
     RA_TRY(ra_kv_copy(&ref->params, &c->params));
+    ra_kv *kv = &ref->params;
+    int finite = 1;
     for (size_t i = 0; i < final->n; i++) {
         const ra_ref_out *t = &final->t[i];
         ra_tensor *x;
+        ra_status st = RA_OK;
         RA_TRY(ra_tensors_new(&ref->tensors, &x, t->name, RA_F64, t->ndim, t->shape));
         to_f64(x->data, &t->a, o->threads);
+        finite &= representable(kv, x, &st);
+        RA_TRY(st);
     }
-    ra_kv *kv = &ref->params;
     RA_TRY(ra_kv_setf(kv, "ref_prec", "%ld", (long)cert->p));
     if (o->certify) {
         RA_TRY(ra_kv_setf(kv, "ref_check_prec", "%ld", (long)cert->c));
@@ -225,15 +260,18 @@ static ra_status build_result(ra_case *ref, const ra_case *c, const ra_ref_outs 
                 RA_TRY(ra_kv_set(kv, k, idx));
             }
         }
-        RA_TRY(ra_kv_set(kv, "certified", cert->ok ? "yes" : "no"));
+        RA_TRY(ra_kv_set(kv, "certified", !finite ? "not-representable" : cert->ok ? "yes" : "no"));
     } else
-        RA_TRY(ra_kv_set(kv, "certified", "unchecked"));
+        RA_TRY(ra_kv_set(kv, "certified", finite ? "unchecked" : "not-representable"));
     RA_TRY(ra_kv_setf(kv, "ref_min_bits", "%d", o->min_bits));
     RA_TRY(ra_kv_setf(kv, "ref_prec_cap", "%ld", (long)o->prec_cap));
     RA_TRY(ra_kv_set(kv, "mpfr_version", mpfr_get_version()));
+    RA_TRY(ra_kv_set(kv, "ref_code_version", ra_ref_code_version()));
+    char input[17], hash[33];
+    RA_TRY(ra_ref_input_hash(input, c));
+    RA_TRY(ra_kv_set(kv, "input_hash", input));
     RA_TRY(ra_kv_set(kv, "cache_key", key));
-    char hash[33];
-    ra_ref_content_hash(hash, &ref->tensors);
+    RA_TRY(ra_ref_content_hash(hash, ref));
     RA_TRY(ra_kv_set(kv, "content_hash", hash));
     return RA_OK;
 }

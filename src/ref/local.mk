@@ -40,3 +40,19 @@ tests_t_ref_scan_CFLAGS = $(TEST_CFLAGS)
 tests_t_ref_scan_LDADD = tests/libtestutil.la $(TEST_LIBS)
 TESTS += tests/scan-cli.sh
 EXTRA_DIST += tests/scan-cli.sh
+
+# The reference code's version in the cache key (src/ref/cache.c): cksum of
+# the reference sources (this directory and the ops' case validation,
+# src/core/*_case.[ch], which sets defaults such as gdn's scale), recomputed
+# on every build and rewritten only when it changes, so a fix to a
+# reference retires the cache entries it made with no hand-bumped number.
+ref_code_files = src/ref/*.c src/ref/*.h src/core/*_case.c src/core/*_case.h
+BUILT_SOURCES += ref_code_version.h
+CLEANFILES += ref_code_version.h
+ref_code_version.h: ref-code-version-always
+	$(AM_V_GEN)v=`cd $(srcdir) && LC_ALL=C && export LC_ALL && cat $(ref_code_files) | cksum` && \
+	v=`echo $$v | sed 's/ /-/'` && \
+	echo "#define RA_REF_CODE_VERSION \"$$v\"" >$@.tmp && \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+ref-code-version-always:
+.PHONY: ref-code-version-always

@@ -77,10 +77,20 @@ void ra_ref_opts_init(ra_ref_opts *o);
 ra_status ra_ref_compute(ra_case *ref, const ra_case *c, const ra_ref_opts *o, const char *what);
 
 /* The cache key ra_ref_compute uses for (c, o): 32 hex digits of XXH3-128
-   over a format tag, the op, every parameter (sorted by key), every tensor
-   (sorted by name: name, dtype, shape, bytes) and the options that change
-   the result (prec, effective check_prec, prec_cap, min_bits, certify,
-   grads). */
+   over a format tag, the reference code's version, the op, every parameter (sorted by key), every
+   tensor (sorted by name: name, dtype, shape, bytes) and the options that change the result (prec,
+   effective check_prec, prec_cap, min_bits, certify, grads). */
 void ra_ref_cache_key(char hex[33], const ra_case *c, const ra_ref_opts *o);
+
+/* The reference code's version: "<crc>-<bytes>", cksum of the reference
+   sources (the .c and .h files of src/ref and the ops' case validation,
+   src/core/<op>_case.c and .h) taken at build time. */
+const char *ra_ref_code_version(void);
+
+/* input_hash of a reference: 16 hex digits of XXH3-64 (seed 0) over the
+   case's tensors (count, then each sorted by name: name, dtype, shape,
+   bytes, strings and bytes prefixed by their 8-byte little-endian length).
+   RA_ENOMEM only. */
+ra_status ra_ref_input_hash(char hex[17], const ra_case *c);
 
 #endif

@@ -75,9 +75,10 @@ ra_status ra_ref_cache_dir(char **out, const ra_ref_opts *o);
 /* Looks key up under dir.  *hit = 1 and ref filled when an entry exists
    and passes verification (parses; op; metadata cache_key == key; exactly
    the layout's tensors, f64, with its shapes; content_hash matches the
-   data).  An entry that fails is left for the caller to overwrite: *hit = 0,
-   *stale = 1 and a note naming the file and the reason goes to the error
-   handler.  Absent: *hit = 0, *stale = 0. */
+   tensors and the metadata, certificate included).  An entry that fails
+   is left for the caller to overwrite: *hit = 0, *stale = 1 and a note
+   naming the file and the reason goes to the error handler.  Absent:
+   *hit = 0, *stale = 0. */
 ra_status ra_ref_cache_lookup(ra_case *ref, int *hit, int *stale, const char *dir, const char *key,
                               const char *op, const ra_ref_outs *layout);
 
@@ -85,7 +86,14 @@ ra_status ra_ref_cache_lookup(ra_case *ref, int *hit, int *stale, const char *di
    <dir>/<key>.safetensors atomically, creating dir as needed. */
 ra_status ra_ref_cache_store(const ra_case *ref, const char *dir, const char *key);
 
-/* Hex XXH3-128 of the tensors' names, dtypes, shapes and bytes, in order. */
-void ra_ref_content_hash(char hex[33], const ra_tensors *ts);
+/* Hex XXH3-128 of a reference's op, metadata (sorted by key; all but
+   content_hash and cache, so the certificate is covered) and tensors
+   (sorted by name: name, dtype, shape, bytes).  RA_ENOMEM only. */
+ra_status ra_ref_content_hash(char hex[33], const ra_case *ref);
+
+/* ra_ref_cache_key with a given reference-code version (tests show that
+   the version is part of the key). */
+void ra_ref_cache_key_for(char hex[33], const ra_case *c, const ra_ref_opts *o,
+                          const char *code_version);
 
 #endif
