@@ -5,7 +5,8 @@ librecaudit_a_SOURCES += src/audit/registry.c src/audit/registry.h \
 	src/audit/gates.c src/audit/gates.h \
 	src/audit/suite.c src/audit/suite.h \
 	src/audit/audit.c src/audit/validate.c src/audit/audit.h \
-	src/audit/report.c src/audit/report.h
+	src/audit/report.c src/audit/report.h \
+	src/audit/wire.c src/audit/wire.h src/audit/isolate.c src/audit/isolate.h
 
 # Where an installed recaudit finds gates.tsv and suites/ (src/audit/datadir.c).
 AM_CPPFLAGS += -DRA_PKGDATADIR='"$(pkgdatadir)"'
@@ -36,3 +37,10 @@ tests_t_sensitivity_LDADD = tests/libtestutil.la $(TEST_LIBS)
 TESTS += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
 EXTRA_DIST += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
 EXTRA_DIST += docs/external.md
+
+# The isolation wire format (src/audit/wire.h) and misbehaving plugins
+# (tests/plugin-rogue.c) run in child processes (src/audit/isolate.h).
+check_PROGRAMS += tests/t-wire
+TESTS += tests/t-wire
+tests_t_wire_CFLAGS = $(TEST_CFLAGS)
+tests_t_wire_LDADD = tests/libtestutil.la $(TEST_LIBS)
