@@ -61,7 +61,7 @@ expect_status 2 run --plugin "$write_so" --variant gdn.rogue.f64 case.safetensor
     expect_grep err "input tensor 'q', which is read-only" "run: the write"
 expect_status 0 run --plugin "$write_so" --variant gdn.example.f64 case.safetensors -o r.safetensors
 expect_status 2 validate --timeout 0
-expect_grep err "timeout expects seconds" "--timeout 0 refused"
+expect_grep err "timeout expects seconds in" "--timeout 0 refused"
 
 # In process (for a debugger) the inputs are still read-only: the write
 # stops the program at once.

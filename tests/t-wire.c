@@ -174,8 +174,8 @@ START_TEST(test_regress_lies_refused)
        time 20, the reasons 4 + 0 and 4 + 26, the op 4 + 3, the parameter
        count 4 and pairs (4 + 7, 4 + 9), (4 + 4, 4 + 1), the tensor count 4
        and the name 4 + 1 */
-    size_t at = 16 + 20 + (4 + 0) + (4 + 26) + (4 + 3) + 4 + (4 + 7) + (4 + 9) + (4 + 4) +
-                (4 + 1) + 4 + (4 + 1);
+    size_t at = 16 + 20 + (4 + 0) + (4 + 26) + (4 + 3) + 4 + (4 + 7) + (4 + 9) + (4 + 4) + (4 + 1) +
+                4 + (4 + 1);
     memcpy(p, b.p, b.n);
     ck_assert_uint_eq(p[at], RA_F64);
     p[at] = 17;

@@ -22,7 +22,7 @@
 #endif
 /* omp_pause_resource_all is OpenMP 5.0; GCC's libgomp has it since GCC 9
    while still announcing 4.5 in _OPENMP. */
-#if defined(_OPENMP) &&                                                                          \
+#if defined(_OPENMP) &&                                                                            \
     (_OPENMP >= 201811 || (defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 9))
 #define RA_HAVE_OMP_PAUSE 1
 #else
@@ -329,7 +329,8 @@ static void judge(ra_outcome *o, const ra_case *c, const ra_sealed *inputs, int 
         snprintf(sig, sizeof sig, "%s", signal_name(m.fault_signal, sigbuf, sizeof sigbuf));
         if (name)
             snprintf(o->died, sizeof o->died,
-                     "variant wrote into its input tensor '%s', which is read-only (%s)", name, sig);
+                     "variant wrote into its input tensor '%s', which is read-only (%s)", name,
+                     sig);
         else
             snprintf(o->died, sizeof o->died, "variant wrote into its read-only inputs (%s)", sig);
         return;
@@ -343,8 +344,8 @@ static void judge(ra_outcome *o, const ra_case *c, const ra_sealed *inputs, int 
     if (dst == RA_OK && code == 0)
         return;
     if (dst == RA_OK)
-        snprintf(o->died, sizeof o->died, "variant exited with status %d after returning its result",
-                 code);
+        snprintf(o->died, sizeof o->died,
+                 "variant exited with status %d after returning its result", code);
     else if (b->n == 0 || code != 0)
         snprintf(o->died, sizeof o->died, "variant exited with status %d before returning a result",
                  code);

@@ -133,8 +133,7 @@ static ra_status audit_variant(ra_rows *rows, const ra_registry *r, const ra_var
             st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_SKIP,
                               "no backward (capability bwd)");
         else if (st == RA_OK && out.bst == RA_EUNSUPPORTED)
-            st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_SKIP, "%s",
-                              out.bwhy);
+            st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_SKIP, "%s", out.bwhy);
         else if (st == RA_OK && out.bst != RA_OK)
             st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_FAIL,
                               "backward failed (%s): %s", ra_strstatus(out.bst), out.bwhy);

@@ -235,8 +235,7 @@ static ra_status get_tensor(ra_tensors *ts, cursor *c)
     if (st == RA_OK)
         st = ra_tensor_new(&t, name, (ra_dtype)dtype, (int)ndim, shape);
     if (st == RA_OK && t->nbytes != nbytes)
-        st = format_error(
-                          "wire message: tensor '%s' carries %llu bytes, its shape needs %zu", name,
+        st = format_error("wire message: tensor '%s' carries %llu bytes, its shape needs %zu", name,
                           (unsigned long long)nbytes, t->nbytes);
     const unsigned char *p;
     if (st == RA_OK)

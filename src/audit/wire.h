@@ -42,13 +42,13 @@ enum { RA_WIRE_OUTCOME = 1, RA_WIRE_FAULT = 2 };
 
 /* What a variant run produced. */
 typedef struct ra_outcome {
-    ra_status fst;      /* the forward's status */
-    ra_status bst;      /* the backward's (RA_OK when it did not run) */
-    int bwd_ran;        /* the backward was run */
-    double elapsed_ms;  /* ra_run.elapsed_ms after the run */
-    char fwhy[512];     /* the forward's reported reason ("" when none) */
-    char bwhy[512];     /* the backward's */
-    ra_case result;     /* op, parameters, outputs and gradients */
+    ra_status fst;     /* the forward's status */
+    ra_status bst;     /* the backward's (RA_OK when it did not run) */
+    int bwd_ran;       /* the backward was run */
+    double elapsed_ms; /* ra_run.elapsed_ms after the run */
+    char fwhy[512];    /* the forward's reported reason ("" when none) */
+    char bwhy[512];    /* the backward's */
+    ra_case result;    /* op, parameters, outputs and gradients */
     /* Set by the parent, never sent: why the run did not complete (a
        crash, a timeout, an exit, a write into the inputs); "" when it did. */
     char died[512];

@@ -176,7 +176,7 @@ static int parse_timeout(double *out, const char *cmd, const char *text)
     errno = 0;
     double v = strtod(text, &end);
     if (end == text || *end || errno == ERANGE || !(v > 0) || v > 31536000)
-        return ra_cli_usage_error(cmd, "--timeout expects seconds, a number in (0, 31536000], got '%s'",
+        return ra_cli_usage_error(cmd, "--timeout expects seconds in (0, 31536000], got '%s'",
                                   text);
     *out = v;
     return 0;
