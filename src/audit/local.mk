@@ -38,9 +38,11 @@ TESTS += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.
 EXTRA_DIST += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
 EXTRA_DIST += docs/external.md
 
-# The isolation wire format (src/audit/wire.h) and misbehaving plugins
-# (tests/plugin-rogue.c) run in child processes (src/audit/isolate.h).
-check_PROGRAMS += tests/t-wire
-TESTS += tests/t-wire
+# Variants in child processes (src/audit/isolate.h) and the wire format of
+# their outcomes (src/audit/wire.h); the plugin side: tests/plugin-isolate.sh.
+check_PROGRAMS += tests/t-wire tests/t-isolate
+TESTS += tests/t-wire tests/t-isolate
 tests_t_wire_CFLAGS = $(TEST_CFLAGS)
 tests_t_wire_LDADD = tests/libtestutil.la $(TEST_LIBS)
+tests_t_isolate_CFLAGS = $(TEST_CFLAGS)
+tests_t_isolate_LDADD = tests/libtestutil.la $(TEST_LIBS)
