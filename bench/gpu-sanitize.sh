@@ -28,9 +28,11 @@ for v in $variants; do
         compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 3 \
             "$recaudit" run --variant "$v" "$work/case.safetensors" -o "$work/r.safetensors" >"$log" 2>&1
         rc=$?
-        summary=$(grep -h 'ERROR SUMMARY' "$log" | tail -n 1)
+        # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)",
+        # the other tools with "ERROR SUMMARY: E errors".
+        summary=$(grep -h -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -n 1)
         printf '%-32s %-10s rc=%d  %s\n' "$v" "$tool" "$rc" "${summary:-(no summary)}"
-        if test "$rc" -ne 0 || ! echo "$summary" | grep -q ' 0 errors'; then
+        if test "$rc" -ne 0 || ! echo "$summary" | grep -q -E '[ (]0 errors'; then
             failed=1
             sed 's/^/    /' "$log" | head -n 40
         fi

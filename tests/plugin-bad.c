@@ -1,11 +1,14 @@
 /* Deliberately broken plugins for the loader's error paths (tests/plugin-errors.sh). */
 
 /*
- * One source, four shared objects (examples/plugin/local.mk):
+ * One source, six shared objects (examples/plugin/local.mk):
  *   -DBAD_ABI   exports ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION + 1000
  *   -DOLD_ABI   exports ra_plugin_abi_version = 2, as a plugin built before
  *               rows carried their data pointer would
  *   -DNO_ABI    exports ra_plugin_register but no ra_plugin_abi_version
+ *   -DFUNC_ABI  exports ra_plugin_abi_version as a function, and
+ *   -DSTR_ABI   as the string "3": neither is an int, and reading one as
+ *               an int would give a garbage version (tests/regress-abi-symbol-type.sh)
  *   -DBAD_ROW   registers a variant whose name has a space in it, which
  *               ra_registry_add must refuse (and the loader roll back)
  * None of them runs anything: the loader must stop before or at
@@ -14,7 +17,12 @@
 
 #include "recaudit/plugin.h"
 
-#ifndef NO_ABI
+#if defined(FUNC_ABI)
+int ra_plugin_abi_version(void);
+int ra_plugin_abi_version(void) { return RA_PLUGIN_ABI_VERSION; }
+#elif defined(STR_ABI)
+const char ra_plugin_abi_version[] = "3";
+#elif !defined(NO_ABI)
 #if defined(BAD_ABI)
 const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION + 1000;
 #elif defined(OLD_ABI)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/io.h"
@@ -116,11 +117,86 @@ START_TEST(file_rename_failure)
 }
 END_TEST
 
+/* regress_tmp_killed: a run killed by SIGTERM or SIGINT while writing used
+   to leave its temporary behind.  A child opens a writer, writes, tells
+   the parent through a pipe, and waits to be killed; afterwards it must
+   have died of the signal (the handler re-raises it) with the scratch
+   directory holding nothing but the old file. */
+static void killed_while_writing(int sig)
+{
+    const char *p = io_put("k.bin", "old", 3);
+    ck_assert_int_eq(io_tmp_count(), 1);
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        ra_writer w;
+        char ok = 'x';
+        /* as in an interactive program: make check may run us with SIGINT
+           ignored (a background job), and ignored signals are left alone */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        if (ra_writer_open_file(&w, p) == RA_OK && ra_writer_write(&w, "new data", 8) == RA_OK)
+            ok = 'w';
+        if (write(fds[1], &ok, 1) != 1)
+            _exit(3);
+        for (;;)
+            pause();
+    }
+    char got = 0;
+    ck_assert_int_eq(read(fds[0], &got, 1), 1);
+    ck_assert_int_eq(got, 'w');
+    ck_assert_int_eq(io_tmp_count(), 2); /* the temporary exists while writing */
+    ck_assert_int_eq(kill(pid, sig), 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == sig);
+    ck_assert_int_eq(io_tmp_count(), 1);
+    uint8_t *buf;
+    size_t len;
+    ck_assert_int_eq(ra_file_read_all(&buf, &len, p), RA_OK);
+    ck_assert(len == 3 && memcmp(buf, "old", 3) == 0);
+    free(buf);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+START_TEST(regress_tmp_killed)
+{
+    killed_while_writing(SIGTERM);
+    killed_while_writing(SIGINT);
+}
+END_TEST
+
+/* regress_fifo_refused (library side): a FIFO is refused without blocking,
+   naming it; a text file with a NUL byte is refused with its line. */
+START_TEST(regress_fifo_and_nul)
+{
+    const char *fifo = tu_scratch("pipe");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    uint8_t *buf;
+    size_t len;
+    tu_expect_error(ra_file_read_all(&buf, &len, fifo), RA_EIO, fifo,
+                    "not a regular file (a FIFO)");
+    ck_assert_int_eq(unlink(fifo), 0);
+    const char *p = io_put("t.txt", "a\nb\n\0c\n", 7);
+    char *text;
+    tu_expect_error(ra_file_read_text(&text, p), RA_EFORMAT, p, "line 3: NUL byte");
+    ck_assert_ptr_null(text);
+    p = io_put("u.txt", "a\nb\n", 4);
+    ck_assert_int_eq(ra_file_read_text(&text, p), RA_OK);
+    ck_assert_str_eq(text, "a\nb\n");
+    free(text);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("file");
     io_tcase(s, "data", file_read_write);
     io_tcase(s, "bad", file_write_failure_fwrite, file_write_failure_flush, file_rename_failure);
+    io_tcase(s, "regress", regress_tmp_killed, regress_fifo_and_nul);
     return s;
 }
 

@@ -88,8 +88,8 @@ static double against_twin(const ra_gpu_gdn_row *row, const ra_case *c, const ra
     for (int bwd = 0; bwd < 2; bwd++) {
         ra_tensors g, t;
         ra_tensors_init(&g), ra_tensors_init(&t);
-        ra_status st = bwd ? ra_gpu_gdn_backward(&row->cfg, c, &g, 0)
-                           : ra_gpu_gdn_forward(&row->cfg, c, &g, 0);
+        ra_status st = bwd ? ra_gpu_gdn_backward(&row->cfg, c, &g, 0, NULL)
+                           : ra_gpu_gdn_forward(&row->cfg, c, &g, 0, NULL);
         ck_assert_msg(st == RA_OK, "%s %s: %s", row->name, what, ra_last_error());
         ck_assert_int_eq(bwd ? ra_cpu_gdn_backward(tcfg, c, &t, NULL)
                              : ra_cpu_gdn_forward(tcfg, c, &t, NULL),

@@ -3,12 +3,14 @@
 
 #include <check.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/case.h"
@@ -652,6 +654,109 @@ START_TEST(bad_write_inputs)
 }
 END_TEST
 
+/* --- regressions ------------------------------------------------------------------- */
+
+/* A safetensors image with n metadata keys (tensors == 0) or n one-element
+   tensors (tensors == 1), built here as text; *hlen gets the header length. */
+static uint8_t *many_entries(size_t *len, size_t *hlen, int n, int tensors)
+{
+    size_t cap = 64 + (size_t)n * 96; /* an entry takes < 80 bytes */
+    uint8_t *b = malloc(8 + cap + (size_t)n * 4 + 4);
+    ck_assert_ptr_nonnull(b);
+    char *h = (char *)b + 8;
+    size_t k = (size_t)snprintf(h, cap, "{\"__metadata__\":{\"op\":\"x\"");
+    for (int i = 0; i < n && !tensors; i++)
+        k += (size_t)snprintf(h + k, cap - k, ",\"key%07d\":\"v%d\"", i, i);
+    k += (size_t)snprintf(h + k, cap - k, "}");
+    int nt = tensors ? n : 1;
+    for (int i = 0; i < nt; i++)
+        k += (size_t)snprintf(
+            h + k, cap - k, ",\"t%07d\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+            i, 4 * i, 4 * i + 4);
+    k += (size_t)snprintf(h + k, cap - k, "}");
+    ck_assert_uint_lt(k, cap);
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)((uint64_t)k >> (8 * i));
+    memset(b + 8 + k, 0, (size_t)nt * 4);
+    *hlen = k;
+    *len = 8 + k + (size_t)nt * 4;
+    return b;
+}
+
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* CPU seconds to parse the image (checking what it got). */
+static double parse_once(const uint8_t *b, size_t len, int n, int tensors)
+{
+    ra_tensors ts;
+    ra_kv kv;
+    ra_tensors_init(&ts);
+    ra_kv_init(&kv);
+    double t = cpu_now();
+    ck_assert_int_eq(ra_safetensors_parse(&ts, &kv, b, len, "many"), RA_OK);
+    t = cpu_now() - t;
+    ck_assert_uint_eq(ts.n, tensors ? (size_t)n : 1);
+    ck_assert_uint_eq(kv.n, tensors ? 1 : (size_t)n + 1);
+    ra_tensors_clear(&ts);
+    ra_kv_clear(&kv);
+    return t;
+}
+
+/* Best of three: CPU seconds for the reader to parse an image of n keys or
+   tensors, and (*json) for jansson alone to parse its header, the floor
+   any reader of the format pays, with the same memory footprint. */
+static double parse_seconds(int n, int tensors, double *json)
+{
+    size_t len, hlen;
+    uint8_t *b = many_entries(&len, &hlen, n, tensors);
+    double best = 1e9;
+    *json = 1e9;
+    for (int rep = 0; rep < 3; rep++) {
+        double t = cpu_now();
+        json_error_t jerr;
+        json_t *root = json_loadb((const char *)b + 8, hlen, JSON_REJECT_DUPLICATES, &jerr);
+        t = cpu_now() - t;
+        ck_assert_ptr_nonnull(root);
+        json_decref(root);
+        *json = t < *json ? t : *json;
+        t = parse_once(b, len, n, tensors);
+        best = t < best ? t : best;
+    }
+    free(b);
+    return best;
+}
+
+/* regress_header_linear: reading a header took time quadratic in its
+   metadata keys and tensors (a lookup per key: 100,000 keys took 29 s, a
+   hundred times what parsing the JSON costs).  Now the reader costs a
+   small multiple of jansson's own parse of the same header, at 20,000 and
+   at 100,000 entries (quadratic work grows 25-fold between them, the JSON
+   parse about 5-fold): measuring against jansson on the same text cancels
+   the machine's speed and the cache effects that make plain timings grow
+   faster than n.  Plus an absolute bound, generous for slow and sanitized
+   builds: 100,000 entries in 10 s. */
+START_TEST(regress_header_linear)
+{
+    for (int tensors = 0; tensors <= 1; tensors++) {
+        const char *what = tensors ? "tensors" : "metadata keys";
+        for (int n = 20000; n <= 100000; n *= 5) {
+            double json, t = parse_seconds(n, tensors, &json);
+            fprintf(stderr, "regress_header_linear: %d %s: %.3f s, jansson %.3f s\n", n, what, t,
+                    json);
+            ck_assert_msg(t < 8 * json + 0.02, "%d %s: %.3f s, jansson alone %.3f s", n, what, t,
+                          json);
+            if (n == 100000)
+                ck_assert_msg(t < 10.0, "%d %s: %.3f s", n, what, t);
+        }
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("safetensors");
@@ -663,6 +768,7 @@ static Suite *suite(void)
              bad_missing_offsets, bad_entry_types, bad_dtype, bad_negative_dim, bad_shape_overflow,
              bad_begin_after_end, bad_span, bad_out_of_range, bad_overlap, bad_hole, bad_trailing,
              bad_metadata, bad_leaves_caller_state, bad_write_inputs);
+    tcase_set_timeout(io_tcase(s, "regress", regress_header_linear), 300);
     return s;
 }
 

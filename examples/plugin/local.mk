@@ -33,6 +33,15 @@ TESTS += tests/plugin-example.sh tests/plugin-defect.sh tests/plugin-errors.sh
 EXTRA_DIST += tests/plugin-example.sh tests/plugin-defect.sh tests/plugin-errors.sh \
 	tests/plugin-lib.sh
 
+# ra_plugin_abi_version of the wrong type (tests/regress-abi-symbol-type.sh).
+check_LTLIBRARIES += tests/libfuncabi.la tests/libstrabi.la
+tests_libfuncabi_la_SOURCES = tests/plugin-bad.c
+tests_libfuncabi_la_CPPFLAGS = -I$(top_srcdir)/include -DFUNC_ABI
+tests_libfuncabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_libstrabi_la_SOURCES = tests/plugin-bad.c
+tests_libstrabi_la_CPPFLAGS = -I$(top_srcdir)/include -DSTR_ABI
+tests_libstrabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+
 # Misbehaving variants, each followed by the honest example variant, for
 # the isolation of variant runs (tests/plugin-isolate.sh).
 ROGUE_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/examples/plugin

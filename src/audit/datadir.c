@@ -94,17 +94,7 @@ ra_status ra_data_read(char **text, char *where, size_t wlen, const char *rel)
     int explicit_dir;
     ra_status st = find_file(path, sizeof path, rel, &explicit_dir);
     if (st == RA_OK) {
-        uint8_t *data;
-        size_t len;
-        RA_TRY(ra_file_read_all(&data, &len, path));
-        *text = malloc(len + 1);
-        if (!*text) {
-            free(data);
-            RA_ERROR("out of memory", RA_ENOMEM);
-        }
-        memcpy(*text, data, len);
-        (*text)[len] = '\0';
-        free(data);
+        RA_TRY(ra_file_read_text(text, path));
         snprintf(where, wlen, "%s", path);
         return RA_OK;
     }

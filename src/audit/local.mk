@@ -6,7 +6,8 @@ librecaudit_a_SOURCES += src/audit/registry.c src/audit/registry.h \
 	src/audit/suite.c src/audit/suite.h \
 	src/audit/audit.c src/audit/validate.c src/audit/audit.h \
 	src/audit/report.c src/audit/report.h \
-	src/audit/wire.c src/audit/wire.h src/audit/isolate.c src/audit/isolate.h
+	src/audit/wire.c src/audit/wire.h src/audit/isolate.c src/audit/isolate.h \
+	src/audit/bench.c src/audit/bench.h
 
 # Where an installed recaudit finds gates.tsv and suites/ (src/audit/datadir.c).
 AM_CPPFLAGS += -DRA_PKGDATADIR='"$(pkgdatadir)"'
@@ -31,6 +32,10 @@ tests_t_gates_CFLAGS = $(TEST_CFLAGS)
 tests_t_gates_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_validate_CFLAGS = $(TEST_CFLAGS)
 tests_t_validate_LDADD = tests/libtestutil.la $(TEST_LIBS)
+check_PROGRAMS += tests/t-bench
+TESTS += tests/t-bench
+tests_t_bench_CFLAGS = $(TEST_CFLAGS)
+tests_t_bench_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_sensitivity_CFLAGS = $(TEST_CFLAGS)
 tests_t_sensitivity_LDADD = tests/libtestutil.la $(TEST_LIBS)
 

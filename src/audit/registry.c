@@ -1,10 +1,13 @@
 /* The variant registry: built-in rows, plugins loaded with dlopen, glob lookup. */
+#define _GNU_SOURCE 1 /* dladdr1 and RTLD_DL_SYMENT, to check a symbol's ELF type and size */
 #include <config.h>
 
 #include "audit/registry.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +28,10 @@
  * reported at load time (with dlerror's text) rather than as a crash in the
  * middle of a run, and so that two plugins may define the same internal
  * names.  The loader reads `ra_plugin_abi_version` first and refuses any
- * other version before calling into the plugin.  A plugin whose
+ * other version before calling into the plugin.  It first checks, from the
+ * symbol's ELF entry (dladdr1), that the symbol is a data object the size
+ * of an int: a function or an array of that name would otherwise be read
+ * as a garbage version number.  A plugin whose
  * ra_plugin_register fails, or that registers nothing, is unloaded and the
  * rows it had added are removed, so a failed load leaves the registry as it
  * was.  Handles of loaded plugins are closed only when the registry is
@@ -225,6 +231,28 @@ static void truncate_rows(ra_registry *r, size_t from)
         free(r->origin[--r->n]);
 }
 
+/* ra_plugin_abi_version must be an int object: its ELF symbol entry gives
+   the type (STT_OBJECT, not a function) and the size. */
+static ra_status check_abi_symbol(const void *addr, const char *path)
+{
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+        RA_ERRORF(RA_EUNSUPPORTED,
+                  "plugin %s: cannot find the ELF symbol entry of 'ra_plugin_abi_version'", path);
+    int type = ELF64_ST_TYPE(sym->st_info);
+    if (type != STT_OBJECT || sym->st_size != sizeof(int))
+        RA_ERRORF(RA_EUNSUPPORTED,
+                  "plugin %s: 'ra_plugin_abi_version' is %s of %llu bytes, not an int (define "
+                  "'const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION;')",
+                  path,
+                  type == STT_FUNC     ? "a function"
+                  : type == STT_OBJECT ? "an object"
+                                       : "a symbol",
+                  (unsigned long long)sym->st_size);
+    return RA_OK;
+}
+
 ra_status ra_registry_load_plugin(ra_registry *r, const char *path)
 {
     if (!path || !*path)
@@ -257,6 +285,8 @@ ra_status ra_registry_load_plugin(ra_registry *r, const char *path)
         st = RA_ENOTFOUND;
         goto fail;
     }
+    if ((st = check_abi_symbol(abi, path)) != RA_OK)
+        goto fail;
     if (*abi != RA_PLUGIN_ABI_VERSION) {
         /* Say what changed since the plugin's version, so its author
            knows what the rebuild involves. */

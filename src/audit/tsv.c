@@ -15,7 +15,8 @@
  * The text is copied once and split in place: fields are NUL-terminated
  * slices of the copy.  A field count other than the header's, or an empty
  * field, is a format error naming the file and line; nothing is guessed.
- * A NUL byte inside the text ends it (such files are not text).  The
+ * A NUL byte in a file is refused with its line (ra_file_read_text): C
+ * strings would end the text there and silently drop the rows after it.  The
  * tables (gates, suites) differ only in their columns and in what a row
  * means, so ra_tsv_parse runs the whole read and hands each row over.
  */
@@ -38,17 +39,7 @@ ra_status ra_tsv_load(const char *path, const char *rel, ra_tsv_text_fn *parse, 
     if (!path) {
         RA_TRY(ra_data_read(&text, where, sizeof where, rel));
     } else {
-        uint8_t *data;
-        size_t len;
-        RA_TRY(ra_file_read_all(&data, &len, path));
-        text = malloc(len + 1);
-        if (!text) {
-            free(data);
-            RA_ERROR("out of memory", RA_ENOMEM);
-        }
-        memcpy(text, data, len);
-        text[len] = '\0';
-        free(data);
+        RA_TRY(ra_file_read_text(&text, path));
         snprintf(where, sizeof where, "%s", path);
     }
     ra_status st = parse(ctx, text, where);

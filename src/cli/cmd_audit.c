@@ -98,34 +98,6 @@ static int audit(const ra_cli_args *a, const ra_case_spec *id)
     return ra_cli_audit_end(&s, st, a, "audit", info);
 }
 
-/* Without --op: the one operation of the variants --variant matches. */
-static int op_of_variants(ra_cli_args *a)
-{
-    ra_registry *r;
-    if (ra_registry_new_with_plugins(&r, a->plugins) != RA_OK)
-        return 2;
-    const char *op = NULL;
-    int several = 0;
-    for (size_t i = 0; i < ra_registry_count(r); i++) {
-        const ra_variant *v = ra_registry_at(r, i);
-        if (!ra_glob_match(a->variant, v->name))
-            continue;
-        if (op && strcmp(op, v->op) != 0)
-            several = 1;
-        op = v->op;
-    }
-    const ra_op *row = op ? ra_op_find(op) : NULL;
-    ra_registry_free(r);
-    if (!row)
-        return ra_cli_usage_error("audit", "no variant matches '%s' (see 'recaudit list variants')",
-                                  a->variant);
-    if (several)
-        return ra_cli_usage_error("audit", "variants of several operations match '%s': give --op",
-                                  a->variant);
-    a->op = row->name; /* a string of the operation table: outlives r */
-    return 0;
-}
-
 int ra_cmd_audit(int argc, char **argv)
 {
     ra_cli_args a;
@@ -136,7 +108,7 @@ int ra_cmd_audit(int argc, char **argv)
     if (rc == 0 && !a.variant)
         rc = ra_cli_usage_error("audit", "--variant GLOB is required (e.g. 'gdn.cpu.*')");
     if (rc == 0 && !a.op)
-        rc = op_of_variants(&a);
+        rc = ra_cli_op_of_variants(&a, "audit");
     if (rc == 0 && !a.shape)
         rc = ra_cli_usage_error("audit", "--shape is required (syntax: 'recaudit gen --help')");
     ra_case_spec id;

@@ -110,7 +110,7 @@ static int gc_option(void *ctx, const ra_cli_args *cli, int c, const char *arg)
         a->min_digits = (double)v;
         return 0;
     case OPT_GRADS:
-        a->grads_path = arg;
+        a->grads_path = a->o.grads_what = arg;
         return 0;
     }
     return 0;

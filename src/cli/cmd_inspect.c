@@ -90,26 +90,46 @@ static ra_status tensor_table(ra_table **out, const ra_tensors *ts)
     return RA_OK;
 }
 
-/* Metadata keys in display order: "op" first, then file order. */
-static void ordered_keys(const char **keys, const ra_kv *meta)
+/* Metadata entries in display order (indices into meta): "op" first,
+   then file order.  Indices, not keys, so that showing n entries costs
+   O(n), not n lookups. */
+static void ordered_keys(size_t *order, const ra_kv *meta)
 {
     size_t k = 0;
     for (size_t i = 0; i < meta->n; i++)
         if (strcmp(meta->keys[i], "op") == 0)
-            keys[k++] = meta->keys[i];
+            order[k++] = i;
     for (size_t i = 0; i < meta->n; i++)
         if (strcmp(meta->keys[i], "op") != 0)
-            keys[k++] = meta->keys[i];
+            order[k++] = i;
+}
+
+/* Metadata text for a terminal: C0 controls, DEL and the C1 controls
+   (U+0080..U+009F, which some terminals obey as escape sequences) are
+   shown as \xHH / \uHHHH, and a backslash as \\, so a file cannot move
+   the cursor, retitle the window or hide text, and the output is unambiguous. */
+static void put_visible(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\')
+            fputs("\\\\", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+            fprintf(f, "\\u%04x", *++p);
+        else
+            fputc(*p, f);
+    }
 }
 
 static ra_status write_json(FILE *f, const char *path, const char *kind, const ra_kv *meta,
-                            const char *const *keys, const ra_table *t)
+                            const size_t *order, const ra_table *t)
 {
     json_t *head = json_object();
     json_t *m = json_object();
     int bad = !head || !m;
     for (size_t i = 0; !bad && i < meta->n; i++)
-        bad = json_object_set_new(m, keys[i], json_string(ra_kv_get(meta, keys[i]))) != 0;
+        bad = json_object_set_new(m, meta->keys[order[i]], json_string(meta->vals[order[i]])) != 0;
     char *h = NULL, *ms = NULL;
     if (!bad) {
         json_object_set_new(head, "file", json_string(path));
@@ -137,48 +157,58 @@ static ra_status write_report(FILE *f, ra_format fmt, const char *path, const ch
                               const ra_kv *meta, const ra_tensors *ts)
 {
     ra_table *t = NULL;
-    const char **keys = calloc(meta->n + 1, sizeof *keys);
-    if (!keys)
+    size_t *order = calloc(meta->n + 1, sizeof *order);
+    if (!order)
         RA_ERROR("inspect: out of memory", RA_ENOMEM);
-    ordered_keys(keys, meta);
+    ordered_keys(order, meta);
     ra_status st = tensor_table(&t, ts);
     if (st == RA_OK) {
         switch (fmt) {
         case RA_FMT_JSON:
-            st = write_json(f, path, kind, meta, keys, t);
+            st = write_json(f, path, kind, meta, order, t);
             break;
         case RA_FMT_CSV:
             st = ra_table_write(t, f, fmt);
             break;
         case RA_FMT_MARKDOWN:
             fprintf(f, "**%s** (%s, %zu tensor%s)\n\n", path, kind, ts->n, ts->n == 1 ? "" : "s");
-            for (size_t i = 0; i < meta->n; i++)
-                fprintf(f, "- %s: `%s`\n", keys[i], ra_kv_get(meta, keys[i]));
+            for (size_t i = 0; i < meta->n; i++) {
+                fputs("- ", f);
+                put_visible(f, meta->keys[order[i]]);
+                fputs(": `", f);
+                put_visible(f, meta->vals[order[i]]);
+                fputs("`\n", f);
+            }
             fputs(meta->n ? "\n" : "", f);
             st = ra_table_write(t, f, fmt);
             break;
         default:
             fprintf(f, "%s: %s, %zu tensor%s\n", path, kind, ts->n, ts->n == 1 ? "" : "s");
-            for (size_t i = 0; i < meta->n; i++)
-                fprintf(f, "%s: %s\n", keys[i], ra_kv_get(meta, keys[i]));
+            for (size_t i = 0; i < meta->n; i++) {
+                put_visible(f, meta->keys[order[i]]);
+                fputs(": ", f);
+                put_visible(f, meta->vals[order[i]]);
+                fputc('\n', f);
+            }
             fputc('\n', f);
             st = ra_table_write(t, f, fmt);
         }
     }
     ra_table_free(t);
-    free(keys);
+    free(order);
     return st;
 }
 
-/* 1 when the file starts with the .npy magic (unreadable: 0, and the
-   safetensors reader reports why). */
+/* 1 when the file starts with the .npy magic, 0 when not, -1 (reported)
+   when it cannot be opened or is not a regular file. */
 static int is_npy(const char *path)
 {
     unsigned char magic[6];
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    size_t n = fread(magic, 1, sizeof magic, f);
+    FILE *f;
+    uint64_t size;
+    if (ra_file_open_regular(&f, &size, path) != RA_OK)
+        return -1;
+    size_t n = size >= sizeof magic ? fread(magic, 1, sizeof magic, f) : 0;
     fclose(f);
     return n == 6 && memcmp(magic, "\x93NUMPY", 6) == 0;
 }
@@ -240,7 +270,11 @@ int ra_cmd_inspect(int argc, char **argv)
     ra_kv_init(&meta);
     ra_status st;
     const char *kind;
-    if (is_npy(path)) {
+    int npy = is_npy(path);
+    if (npy < 0) {
+        kind = "";
+        st = RA_EIO;
+    } else if (npy) {
         char name[256];
         ra_tensor *t = NULL;
         kind = "npy";

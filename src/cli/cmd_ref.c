@@ -202,6 +202,10 @@ int ra_cmd_ref(int argc, char **argv)
         fprintf(stderr, "recaudit ref: out of memory\n");
         return 2;
     }
+    if (ra_cli_output_not_input("ref", path, a.in)) {
+        free(out);
+        return 2;
+    }
     ra_case c, ref;
     ra_case_init(&c);
     ra_case_init(&ref);

@@ -140,6 +140,8 @@ int ra_cmd_run(int argc, char **argv)
         rc = ra_cli_usage_error("run", argc - optind ? "exactly one case file expected"
                                                      : "which case file?");
     if (rc == 0)
+        rc = ra_cli_output_not_input("run", a.output, argv[optind]);
+    if (rc == 0)
         rc = run(&a, argv[optind]);
     ra_cli_args_clear(&a);
     return rc;

@@ -98,6 +98,8 @@ static int validate(const ra_cli_args *a, const validate_args *v)
     ra_status st = ra_cli_audit_begin(&s, a);
     if (st == RA_OK)
         st = ra_suite_load(&suite, v->suite);
+    if (st == RA_OK)
+        st = ra_cli_json_not_input(a, suite.path);
     if (st == RA_OK) {
         int64_t total = 0;
         for (size_t i = 0; i < suite.n; i++)

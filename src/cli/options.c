@@ -12,6 +12,7 @@
 
 #include "audit/report.h"
 #include "cli/cli.h"
+#include "core/io.h"
 #include "core/op.h"
 #include "core/tensor.h"
 
@@ -358,6 +359,17 @@ int ra_cli_ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+int ra_cli_output_not_input(const char *cmd, const char *out, const char *in)
+{
+    if (!ra_file_same(out, in))
+        return 0;
+    fprintf(stderr,
+            "recaudit %s: output '%s' is the input '%s' (the same file); refusing to "
+            "overwrite it\n",
+            cmd, out, in);
+    return 2;
+}
+
 /* --- generated cases ------------------------------------------------------- */
 
 /* Copies src into a spec field; 0, or 2 after a usage error. */
@@ -406,6 +418,23 @@ FILE *ra_cli_info_stream(ra_format fmt)
     return fmt == RA_FMT_TEXT || fmt == RA_FMT_MARKDOWN ? stdout : stderr;
 }
 
+ra_status ra_cli_json_not_input(const ra_cli_args *a, const char *input)
+{
+    if (!a->json || strcmp(a->json, "-") == 0)
+        return RA_OK;
+    const char *in = input && ra_file_same(a->json, input) ? input : NULL;
+    if (!in && a->gates && ra_file_same(a->json, a->gates))
+        in = a->gates;
+    for (size_t i = 0; !in && i < a->nplugins; i++)
+        if (ra_file_same(a->json, a->plugins[i]))
+            in = a->plugins[i];
+    if (in)
+        RA_ERRORF(RA_EINVAL,
+                  "--json '%s' is the input '%s' (the same file); refusing to overwrite it",
+                  a->json, in);
+    return RA_OK;
+}
+
 ra_status ra_cli_audit_begin(ra_cli_audit *s, const ra_cli_args *a)
 {
     s->r = NULL;
@@ -417,6 +446,7 @@ ra_status ra_cli_audit_begin(ra_cli_audit *s, const ra_cli_args *a)
     s->o.allow_uncertified = a->allow_uncertified;
     s->o.threads = (int)a->threads;
     ra_cli_isolation(&s->o.iso, a);
+    RA_TRY(ra_cli_json_not_input(a, NULL));
     RA_TRY(ra_registry_new_with_plugins(&s->r, a->plugins));
     return ra_gates_load(&s->gates, a->gates);
 }
@@ -440,4 +470,31 @@ int ra_cli_audit_end(ra_cli_audit *s, ra_status st, const ra_cli_args *a, const 
     ra_registry_free(s->r);
     s->r = NULL;
     return rc;
+}
+
+int ra_cli_op_of_variants(ra_cli_args *a, const char *cmd)
+{
+    ra_registry *r;
+    if (ra_registry_new_with_plugins(&r, a->plugins) != RA_OK)
+        return 2;
+    const char *op = NULL;
+    int several = 0;
+    for (size_t i = 0; i < ra_registry_count(r); i++) {
+        const ra_variant *v = ra_registry_at(r, i);
+        if (!ra_glob_match(a->variant, v->name))
+            continue;
+        if (op && strcmp(op, v->op) != 0)
+            several = 1;
+        op = v->op;
+    }
+    const ra_op *row = op ? ra_op_find(op) : NULL;
+    ra_registry_free(r);
+    if (!row)
+        return ra_cli_usage_error(cmd, "no variant matches '%s' (see 'recaudit list variants')",
+                                  a->variant);
+    if (several)
+        return ra_cli_usage_error(cmd, "variants of several operations match '%s': give --op",
+                                  a->variant);
+    a->op = row->name; /* a string of the operation table: outlives r */
+    return 0;
 }

@@ -185,6 +185,12 @@ int ra_cli_no_more(const ra_cli_args *a);
 /* 1 if s ends with suffix. */
 int ra_cli_ends_with(const char *s, const char *suffix);
 
+/* 0 when the output file out is not the input file in; else 2 after
+   saying so.  Compared by device and inode (ra_file_same), so a symbolic
+   or hard link to the input counts as the input: an output never
+   overwrites what the command reads. */
+int ra_cli_output_not_input(const char *cmd, const char *out, const char *in);
+
 /* Prints the generation flags of every operation, one help line each. */
 void ra_cli_help_flags(FILE *f);
 
@@ -195,6 +201,11 @@ void ra_cli_help_flags(FILE *f);
    flag is reported as the library words it, then the command's help
    hint). */
 int ra_cli_case_spec(ra_case_spec *s, ra_cli_args *a);
+
+/* Without --op: sets a->op to the one operation of the variants a->variant
+   matches (with a's plugins); 0, or 2 after a usage error of cmd (no
+   variant matches, or variants of several operations do). */
+int ra_cli_op_of_variants(ra_cli_args *a, const char *cmd);
 
 /* How a's command runs variants: --timeout (default RA_TIMEOUT_DEFAULT_S),
    in process under --no-isolate or RECAUDIT_NO_ISOLATE=1. */
@@ -215,6 +226,9 @@ typedef struct ra_cli_audit {
     ra_audit_opts o;
 } ra_cli_audit;
 
+/* RA_EINVAL when --json names a file the command reads (input, --gates,
+   a --plugin), by device and inode as ra_cli_output_not_input. */
+ra_status ra_cli_json_not_input(const ra_cli_args *a, const char *input);
 /* The registry with a's --plugin list, the --gates table (NULL: the
    shipped one) and audit options using them with --allow-uncertified and
    --threads.  Whatever it returns, s is ready for ra_cli_audit_end. */

@@ -126,7 +126,7 @@ ra_status ra_case_load(ra_case *c, const char *path)
     for (size_t i = 0; i < meta.n; i++) {
         if (strcmp(meta.keys[i], "op") == 0 || strcmp(meta.keys[i], "recaudit_format") == 0)
             continue;
-        if ((st = ra_kv_set(&c->params, meta.keys[i], meta.vals[i])) != RA_OK)
+        if ((st = ra_kv_append(&c->params, meta.keys[i], meta.vals[i])) != RA_OK)
             goto fail;
     }
     ra_kv_clear(&meta);
@@ -153,7 +153,7 @@ ra_status ra_case_save(const ra_case *c, const char *path)
     if (st == RA_OK)
         st = ra_kv_set(&meta, "recaudit_format", RA_CASE_FORMAT_VERSION);
     for (size_t i = 0; st == RA_OK && i < c->params.n; i++)
-        st = ra_kv_set(&meta, c->params.keys[i], c->params.vals[i]);
+        st = ra_kv_append(&meta, c->params.keys[i], c->params.vals[i]);
     if (st == RA_OK)
         st = ra_safetensors_write(path, &c->tensors, &meta);
     ra_kv_clear(&meta);

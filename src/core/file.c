@@ -2,6 +2,9 @@
 #include "core/io.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +14,29 @@
 /*
  * Reading: only regular files are accepted, because the format readers
  * validate header lengths and offsets against the file size before they
- * allocate anything, and that size must be known up front (fstat).  Every
- * read is exact: asking for more bytes than are left is a format error
- * ("truncated"), reported before any fread; a short fread after that check
- * means the file shrank or the device failed, and is an I/O error.
+ * allocate anything, and that size must be known up front (fstat).  The
+ * file is opened with O_NONBLOCK so that a FIFO (whose open would wait for
+ * a writer for ever) or a device is refused by name instead of hanging;
+ * the flag is cleared once the descriptor is known to be a regular file.
+ * Every read is exact: asking for more bytes than are left is a format
+ * error ("truncated"), reported before any fread; a short fread after that
+ * check means the file shrank or the device failed, and is an I/O error.
+ * Text files (gates, suites) must not hold a NUL byte: C string handling
+ * would silently end the text there and drop the rows after it.
  *
- * Writing: a file is produced as "path.tmp.<pid>" and renamed over path only
- * after every fwrite, the fflush and the fclose succeeded (ENOSPC and
- * friends often surface only at fflush/fclose).  Any failure removes the
- * temporary, so readers never see a partial file.  Two threads of one
- * process writing the same path at the same time would share the temporary
- * name; the suite never does that.  No fsync: the guarantee is against
- * failed writes and concurrent readers, not against power loss.
+ * Writing: a file is produced under a temporary name made by mkstemp in
+ * the target's directory (O_EXCL, unpredictable, so nothing planted there
+ * can redirect the write) and renamed over the target only after every
+ * fwrite, the fflush and the fclose succeeded (ENOSPC and friends often
+ * surface only at fflush/fclose).  The temporary gets the mode of the file
+ * it replaces, or 0666 & ~umask for a new file, as open(2) would.  Any
+ * failure removes the temporary, and so does SIGINT or SIGTERM: every live
+ * temporary sits in a fixed table that a signal handler (installed on
+ * first use, only where the signal still has its default action) unlinks
+ * before letting the signal kill the process.  The table is lock-free
+ * (atomic slot states), so the handler only calls unlink and raise, both
+ * async-signal-safe.  No fsync: the guarantee is against failed writes,
+ * interruptions and concurrent readers, not against power loss.
  *
  * Memory sinks grow geometrically with overflow checks.
  *
@@ -36,32 +50,61 @@
 #error "recaudit stores tensors little-endian in host words: big-endian hosts are not supported"
 #endif
 
+/* --- opening ------------------------------------------------------------------- */
+
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+                         : "not a plain file";
+}
+/* --- opening ----------------------------------------------------------------------- */
+
+ra_status ra_file_open_regular(FILE **out, uint64_t *size, const char *path)
+{
+    *out = NULL;
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+       writer for ever; the descriptor is refused below anyway. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        RA_ERRORF(RA_EIO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        RA_ERRORF(RA_EIO, "cannot stat '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        RA_ERRORF(RA_EIO, "'%s' is not a regular file (%s)", path, file_kind(sb.st_mode));
+    }
+    if (sb.st_size < 0 || (uint64_t)sb.st_size > SIZE_MAX) {
+        close(fd);
+        RA_ERRORF(RA_EOVERFLOW, "'%s': file size does not fit in memory sizes", path);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ? NULL : fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        RA_ERRORF(RA_EIO, "cannot open '%s': %s", path, strerror(e));
+    }
+    *out = f;
+    if (size)
+        *size = (uint64_t)sb.st_size;
+    return RA_OK;
+}
+
 /* --- readers ------------------------------------------------------------------- */
 
 ra_status ra_reader_open_file(ra_reader *r, const char *path)
 {
     memset(r, 0, sizeof *r);
     r->what = path;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        RA_ERRORF(RA_EIO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0) {
-        int e = errno;
-        fclose(f);
-        RA_ERRORF(RA_EIO, "cannot stat '%s': %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        fclose(f);
-        RA_ERRORF(RA_EIO, "'%s' is not a regular file", path);
-    }
-    if (sb.st_size < 0 || (uint64_t)sb.st_size > SIZE_MAX) {
-        fclose(f);
-        RA_ERRORF(RA_EOVERFLOW, "'%s': file size does not fit in memory sizes", path);
-    }
-    r->f = f;
-    r->size = (uint64_t)sb.st_size;
-    return RA_OK;
+    return ra_file_open_regular(&r->f, &r->size, path);
 }
 
 void ra_reader_init_mem(ra_reader *r, const uint8_t *buf, size_t len, const char *what)
@@ -126,22 +169,171 @@ ra_status ra_file_read_all(uint8_t **buf, size_t *len, const char *path)
     return RA_OK;
 }
 
+ra_status ra_file_read_text(char **text, const char *path)
+{
+    *text = NULL;
+    uint8_t *data;
+    size_t len;
+    RA_TRY(ra_file_read_all(&data, &len, path));
+    const uint8_t *nul = memchr(data, '\0', len);
+    if (nul) {
+        int line = 1;
+        for (const uint8_t *p = data; p < nul; p++)
+            line += *p == '\n';
+        free(data);
+        RA_ERRORF(RA_EFORMAT, "%s line %d: NUL byte (not a text file)", path, line);
+    }
+    char *t = realloc(data, len + 1);
+    if (!t) {
+        free(data);
+        RA_ERRORF(RA_ENOMEM, "'%s': cannot allocate %zu bytes", path, len + 1);
+    }
+    t[len] = '\0';
+    *text = t;
+    return RA_OK;
+}
+
+int ra_file_same(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* --- temporaries removed on SIGINT / SIGTERM -------------------------------------- */
+
+#define TMP_SLOTS 64
+enum { SLOT_FREE, SLOT_CLAIMED, SLOT_ARMED };
+static int tmp_state[TMP_SLOTS];
+static char tmp_path[TMP_SLOTS][PATH_MAX];
+static int handlers_installed;
+
+static void on_fatal_signal(int sig)
+{
+    int saved = errno;
+    for (int i = 0; i < TMP_SLOTS; i++)
+        if (__atomic_load_n(&tmp_state[i], __ATOMIC_SEQ_CST) == SLOT_ARMED)
+            (void)unlink(tmp_path[i]);
+    errno = saved;
+    /* SA_RESETHAND restored the default action: the re-raised signal,
+       delivered when the handler returns, ends the process as it would
+       have without us (same exit status for the shell). */
+    (void)raise(sig);
+}
+
+/* Installs the handler once, leaving alone a signal that the program
+   ignores or handles itself. */
+static void install_handlers(void)
+{
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&handlers_installed, &expected, 1, 0, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST))
+        return;
+    static const int sigs[] = {SIGINT, SIGTERM};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old, sa;
+        if (sigaction(sigs[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+            old.sa_handler != SIG_DFL)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        (void)sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* A free slot, claimed (not yet armed), or -1. */
+static int tmp_claim(void)
+{
+    install_handlers();
+    for (int i = 0; i < TMP_SLOTS; i++) {
+        int expected = SLOT_FREE;
+        if (__atomic_compare_exchange_n(&tmp_state[i], &expected, SLOT_CLAIMED, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+            return i;
+    }
+    return -1;
+}
+
+static void tmp_release(int slot)
+{
+    if (slot >= 0)
+        __atomic_store_n(&tmp_state[slot], SLOT_FREE, __ATOMIC_SEQ_CST);
+}
+
 /* --- writers --------------------------------------------------------------------- */
+
+/* The mode a file written at path gets: that of the regular file it
+   replaces, else what open(path, O_CREAT, 0666) would give. */
+static mode_t output_mode(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+        return sb.st_mode & 07777;
+    /* umask can only be read by setting it; the suite writes files from
+       one thread, so the brief change cannot affect another creation. */
+    mode_t m = umask(022);
+    umask(m);
+    return 0666 & ~m;
+}
 
 ra_status ra_writer_open_file(ra_writer *w, const char *path)
 {
     memset(w, 0, sizeof *w);
-    size_t n = strlen(path) + 32;
-    char *dup = strdup(path), *tmp = malloc(n);
+    w->slot = -1;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    int dirlen = slash ? (int)(slash - path) + 1 : 0; /* keeps the '/' */
+    if (!*base)
+        RA_ERRORF(RA_EINVAL, "cannot write '%s': it names a directory", path);
+    char *dup = strdup(path);
+    char *tmp = malloc((size_t)dirlen + 64);
     if (!dup || !tmp) {
         free(dup);
         free(tmp);
         RA_ERRORF(RA_ENOMEM, "cannot write '%s': out of memory", path);
     }
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
+    /* ".<start of the name>.XXXXXX" in the same directory, so that rename
+       stays within one file system; a leftover (SIGKILL) is recognisable. */
+    snprintf(tmp, (size_t)dirlen + 64, "%.*s.%.40s.XXXXXX", dirlen, path, base);
+    if (strlen(tmp) >= PATH_MAX) {
+        free(dup);
+        free(tmp);
+        RA_ERRORF(RA_EINVAL, "cannot write '%s': path too long", path);
+    }
+    int slot = tmp_claim();
+    if (slot < 0) {
+        free(dup);
+        free(tmp);
+        RA_ERRORF(RA_EINTERNAL, "cannot write '%s': more than %d files open for writing", path,
+                  TMP_SLOTS);
+    }
+    mode_t mode = output_mode(path);
+    /* Blocking the two signals while the temporary is created and armed
+       closes the window where it exists but the handler cannot see it. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    int fd = mkstemp(tmp);
+    int e = errno;
+    if (fd >= 0) {
+        memcpy(tmp_path[slot], tmp, strlen(tmp) + 1);
+        __atomic_store_n(&tmp_state[slot], SLOT_ARMED, __ATOMIC_SEQ_CST);
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    FILE *f = NULL;
+    if (fd >= 0 && fchmod(fd, mode) == 0)
+        f = fdopen(fd, "wb");
     if (!f) {
-        int e = errno; /* nothing was created, so there is nothing to remove */
+        if (fd >= 0) {
+            e = errno;
+            close(fd);
+            (void)unlink(tmp);
+        }
+        tmp_release(slot);
         free(dup);
         free(tmp);
         RA_ERRORF(RA_EIO, "cannot write '%s': %s", path, strerror(e));
@@ -149,10 +341,15 @@ ra_status ra_writer_open_file(ra_writer *w, const char *path)
     w->f = f;
     w->path = dup;
     w->tmp = tmp;
+    w->slot = slot;
     return RA_OK;
 }
 
-void ra_writer_init_mem(ra_writer *w) { memset(w, 0, sizeof *w); }
+void ra_writer_init_mem(ra_writer *w)
+{
+    memset(w, 0, sizeof *w);
+    w->slot = -1;
+}
 
 /* Drops the temporary and reports errno e against the final name. */
 static ra_status writer_fail(ra_writer *w, int e)
@@ -226,9 +423,10 @@ ra_status ra_writer_finish(ra_writer *w, uint8_t **buf, size_t *len)
     }
     if (bad)
         return writer_fail(w, e);
+    tmp_release(w->slot); /* renamed: nothing left to clean up */
     free(w->tmp);
     free(w->path);
-    memset(w, 0, sizeof *w);
+    ra_writer_init_mem(w);
     return RA_OK;
 }
 
@@ -236,12 +434,14 @@ void ra_writer_abort(ra_writer *w)
 {
     if (w->f)
         (void)fclose(w->f); /* the file is being discarded */
-    if (w->tmp)
-        (void)remove(w->tmp);
+    if (w->tmp) {
+        (void)unlink(w->tmp);
+        tmp_release(w->slot);
+    }
     free(w->tmp);
     free(w->path);
     free(w->buf);
-    memset(w, 0, sizeof *w);
+    ra_writer_init_mem(w);
 }
 
 /* --- tensor sanity for the writers ------------------------------------------------ */

@@ -164,6 +164,31 @@ static int supports(const ra_variant *v, const ra_case *c, char *why, size_t len
     return 1;
 }
 
+/* The chunked WY algorithm's products at the nominal chunk C = 64, per
+   (b, hv) and chunk of C tokens (docs/gdn-chunked.md):
+     A = beta k k^T            2 C^2 K      P = q k^T (masked)   2 C^2 K
+     T = (I + A)^-1            C^3 / 3      (triangular inverse, LAPACK's count)
+     W = T beta k              2 C^2 K      U = T beta v         2 C^2 V
+     u = U - W h               2 C K V      o = q h + P u        2 C K V + 2 C^2 V
+     h = decay h + k^T u       2 C K V
+   so per token and value head 2C(3K + 2V) + 6KV + C^2/3; the forward is
+   B T Hv times that, a partial last chunk counted pro rata.  The backward is
+   counted as 3 forwards: the recomputed chunk states plus two products per
+   forward product (the gradients of both operands). */
+#define GDN_NOMINAL_CHUNK 64.0
+
+static double flops(const ra_case *c, int bwd)
+{
+    const ra_tensor *q = ra_tensors_find(&c->tensors, "q");
+    const ra_tensor *v = ra_tensors_find(&c->tensors, "v");
+    if (!q || !v || q->ndim != 4 || v->ndim != 4)
+        return NAN;
+    const double C = GDN_NOMINAL_CHUNK, B = (double)q->shape[0], T = (double)q->shape[1],
+                 K = (double)q->shape[3], Hv = (double)v->shape[2], V = (double)v->shape[3];
+    const double fwd = B * T * Hv * (2 * C * (3 * K + 2 * V) + 6 * K * V + C * C / 3);
+    return bwd ? 3 * fwd : fwd;
+}
+
 const ra_op ra_op_gdn = {
     .name = "gdn",
     .doc = "gated delta rule: q,k [B,T,Hk,K], v [B,T,Hv,V], g, beta [B,T,Hv], optional h0 -> "
@@ -182,6 +207,9 @@ const ra_op ra_op_gdn = {
     .generate = ra_gdn_generate,
     .identify = identify,
     .supports = supports,
+    .flops = flops,
+    .flops_doc = "forward B*T*Hv*(2C(3K+2V) + 6KV + C^2/3) at C = 64 (the chunked WY algorithm's "
+                 "products); backward 3x the forward",
     .ref = &ra_ref_op_gdn,
     .gradcheck = &ra_gc_op_gdn,
 };

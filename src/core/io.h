@@ -61,6 +61,15 @@ ra_status ra_npy_write(const char *path, const ra_tensor *t);
 /* Whole file into memory; writes atomically via a temporary + rename. */
 ra_status ra_file_read_all(uint8_t **buf, size_t *len, const char *path);
 ra_status ra_file_write_atomic(const char *path, const uint8_t *buf, size_t len);
+/* Opens a regular file for reading (a FIFO, device or directory is refused
+   naming the path, without blocking); *size gets its size when size != NULL. */
+ra_status ra_file_open_regular(FILE **f, uint64_t *size, const char *path);
+/* A text file as a NUL-terminated string (caller frees); a NUL byte inside
+   is RA_EFORMAT "PATH line N: NUL byte". */
+ra_status ra_file_read_text(char **text, const char *path);
+/* 1 when a and b both exist and are the same file (device and inode, after
+   following symbolic links: hard and symbolic links count as the same). */
+int ra_file_same(const char *a, const char *b);
 
 /* --- streaming sources and sinks ---------------------------------------------
  * The format code reads through an ra_reader and writes through an
@@ -84,14 +93,16 @@ void ra_reader_init_mem(ra_reader *r, const uint8_t *buf, size_t len, const char
 ra_status ra_reader_read(ra_reader *r, void *dst, size_t n, const char *part);
 void ra_reader_close(ra_reader *r); /* closes the file (read-only: cannot fail) */
 
-/* A file written atomically (path.tmp.<pid>, renamed on success) or a
-   growing memory buffer. */
+/* A file written atomically (a mkstemp temporary in the target directory,
+   given the mode of the file it replaces, renamed on success, removed on
+   failure and on SIGINT/SIGTERM) or a growing memory buffer. */
 typedef struct ra_writer {
     FILE *f;      /* file mode: the open temporary */
     char *path;   /* file mode: final name */
     char *tmp;    /* file mode: temporary name */
     uint8_t *buf; /* memory mode */
     size_t len, cap;
+    int slot; /* file mode: its entry in the signal cleanup table */
 } ra_writer;
 
 ra_status ra_writer_open_file(ra_writer *w, const char *path);

@@ -9,7 +9,11 @@
 /*
  * A small ordered map: keys keep their insertion position (metadata is
  * written back in the order it was read), lookups are linear, which is
- * what a few dozen parameters need.
+ * what a few dozen parameters need.  Filling a map from a source whose
+ * keys are already distinct (a parsed header, another map) must not pay a
+ * lookup per key, which would make reading a file with n metadata keys
+ * O(n^2): ra_kv_append skips the lookup, and ra_kv_copy into an empty map
+ * uses it.
  */
 
 void ra_kv_init(ra_kv *kv)
@@ -37,6 +41,8 @@ static ptrdiff_t kv_index(const ra_kv *kv, const char *key)
     return -1;
 }
 
+static ra_status kv_add(ra_kv *kv, const char *key, char *v);
+
 ra_status ra_kv_set(ra_kv *kv, const char *key, const char *val)
 {
     char *v = strdup(val);
@@ -48,6 +54,20 @@ ra_status ra_kv_set(ra_kv *kv, const char *key, const char *val)
         kv->vals[at] = v;
         return RA_OK;
     }
+    return kv_add(kv, key, v);
+}
+
+ra_status ra_kv_append(ra_kv *kv, const char *key, const char *val)
+{
+    char *v = strdup(val);
+    if (!v)
+        RA_ERROR("out of memory", RA_ENOMEM);
+    return kv_add(kv, key, v);
+}
+
+/* Adds key (absent) with the value v (taken, freed on failure). */
+static ra_status kv_add(ra_kv *kv, const char *key, char *v)
+{
     if (kv->n == kv->cap) {
         size_t cap = kv->cap ? 2 * kv->cap : 8;
         char **k = realloc(kv->keys, cap * sizeof *k);
@@ -106,6 +126,11 @@ int ra_kv_remove(ra_kv *kv, const char *key)
 
 ra_status ra_kv_copy(ra_kv *dst, const ra_kv *src)
 {
+    if (dst->n == 0) {
+        for (size_t i = 0; i < src->n; i++)
+            RA_TRY(ra_kv_append(dst, src->keys[i], src->vals[i]));
+        return RA_OK;
+    }
     for (size_t i = 0; i < src->n; i++)
         RA_TRY(ra_kv_set(dst, src->keys[i], src->vals[i]));
     return RA_OK;

@@ -9,6 +9,9 @@ void ra_kv_init(ra_kv *kv);
 void ra_kv_clear(ra_kv *kv);
 /* Sets (copying both strings); an existing key keeps its position. */
 ra_status ra_kv_set(ra_kv *kv, const char *key, const char *val);
+/* Adds key at the end without looking for it (O(1)): only for a key known
+   to be absent, e.g. from a source whose keys are distinct. */
+ra_status ra_kv_append(ra_kv *kv, const char *key, const char *val);
 ra_status ra_kv_setf(ra_kv *kv, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 const char *ra_kv_get(const ra_kv *kv, const char *key); /* NULL if absent */

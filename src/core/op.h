@@ -103,6 +103,13 @@ typedef struct ra_op {
     /* 1 if variant v (of this op, whose generic capabilities are checked
        already) can serve c; else 0 with the reason in why. */
     int (*supports)(const ra_variant *v, const ra_case *c, char *why, size_t len);
+    /* Nominal floating-point operations of one forward (bwd = 0) or one
+       backward (bwd = 1) of c, for `bench`'s TFLOP/s: one count per
+       operation whatever the variant's algorithm, so the rate is
+       proportional to 1/time; flops_doc states the formula.  NULL: bench
+       prints no rate. */
+    double (*flops)(const ra_case *c, int bwd);
+    const char *flops_doc;
 
     const struct ra_ref_op *ref;      /* MPFR reference (src/ref/refop.h) */
     const struct ra_gc_op *gradcheck; /* finite-difference hooks, or NULL */

@@ -69,7 +69,8 @@ static ra_status parse_metadata(ra_kv *meta, json_t *m, const char *what)
     {
         if (!json_is_string(val))
             RA_ERRORF(RA_EFORMAT, "%s: __metadata__ key '%s': value is not a string", what, key);
-        RA_TRY(ra_kv_set(meta, key, json_string_value(val)));
+        /* keys are distinct (JSON_REJECT_DUPLICATES): no lookup per key */
+        RA_TRY(ra_kv_append(meta, key, json_string_value(val)));
     }
     return RA_OK;
 }
@@ -265,7 +266,7 @@ static ra_status load(ra_tensors *out, ra_kv *meta, ra_reader *r)
         if ((st = ra_tensor_new(&t, ents[i].name, ents[i].dtype, ents[i].ndim, ents[i].shape)) !=
             RA_OK)
             goto done;
-        if ((st = ra_tensors_add(out, t)) != RA_OK)
+        if ((st = ra_tensors_append(out, t)) != RA_OK) /* names: distinct JSON keys */
             goto done;
         char part[96];
         snprintf(part, sizeof part, "tensor '%.60s' data", ents[i].name);
@@ -287,9 +288,12 @@ static ra_status load_into(ra_tensors *ts, ra_kv *meta, ra_reader *r)
     ra_tensors_init(&got);
     ra_kv_init(&gotm);
     ra_status st = load(&got, &gotm, r); /* metadata validated even if unwanted */
+    /* Into an empty collection the names need no lookup (linear time). */
+    const int fresh = ts->n == 0;
     size_t i = 0;
     for (; st == RA_OK && i < got.n; i++) {
-        st = ra_tensors_add(ts, got.items[i]); /* frees the tensor on failure */
+        /* both free the tensor on failure */
+        st = fresh ? ra_tensors_append(ts, got.items[i]) : ra_tensors_add(ts, got.items[i]);
         got.items[i] = NULL;
     }
     for (; i < got.n; i++)

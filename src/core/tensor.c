@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 /*
  * Narrowing works on the value, not on bit patterns: with q = 2^(E - p + 1)
@@ -236,6 +238,9 @@ ra_status ra_tensor_new(ra_tensor **out, const char *name, ra_dtype dtype,
     size_t esz = ra_dtype_size(dtype);
     if ((uint64_t)numel > SIZE_MAX / esz)
         RA_ERRORF(RA_EOVERFLOW, "tensor '%s': byte size overflows", name);
+    if (!ra_alloc_plausible((uint64_t)numel, esz))
+        RA_ERRORF(RA_ENOMEM, "tensor '%s': %llu bytes exceed this machine's memory or limits",
+                  name, (unsigned long long)numel * esz);
     ra_tensor *t = calloc(1, sizeof *t);
     if (!t)
         RA_ERROR("out of memory", RA_ENOMEM);
@@ -367,6 +372,11 @@ ra_status ra_tensors_add(ra_tensors *ts, ra_tensor *t)
         ts->items[at] = t;
         return RA_OK;
     }
+    return ra_tensors_append(ts, t);
+}
+
+ra_status ra_tensors_append(ra_tensors *ts, ra_tensor *t)
+{
     if (ts->n == ts->cap) {
         size_t cap = ts->cap ? 2 * ts->cap : 8;
         ra_tensor **items = realloc(ts->items, cap * sizeof *items);
@@ -416,4 +426,26 @@ ra_tensor *ra_tensors_take(ra_tensors *ts, const char *name)
     memmove(ts->items + at, ts->items + at + 1, (ts->n - (size_t)at - 1) * sizeof *ts->items);
     ts->n--;
     return t;
+}
+
+/* --- memory ------------------------------------------------------------------------- */
+
+int ra_alloc_plausible(uint64_t count, uint64_t size)
+{
+    if (size && count > UINT64_MAX / size)
+        return 0;
+    uint64_t n = count * size;
+    if (n > SIZE_MAX)
+        return 0;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && n / (uint64_t)page > (uint64_t)pages)
+        return 0;
+    static const int limits[] = {RLIMIT_AS, RLIMIT_DATA};
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        struct rlimit rl;
+        if (getrlimit(limits[i], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            n > (uint64_t)rl.rlim_cur)
+            return 0;
+    }
+    return 1;
 }

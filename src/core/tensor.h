@@ -25,6 +25,16 @@
 
 #include "recaudit/types.h"
 
+/* --- memory ------------------------------------------------------------------ */
+
+/* 1 when count elements of size bytes can plausibly be allocated: the
+   product does not overflow and stays within the machine's physical
+   memory and the process's address-space and data limits.  Sizes derived
+   from files (a shape, a state K*V) are checked with it before malloc:
+   sanitizer builds abort on a failed huge allocation instead of returning
+   NULL, and a file must never be able to end the program that way. */
+int ra_alloc_plausible(uint64_t count, uint64_t size);
+
 /* --- dtypes ------------------------------------------------------------------ */
 
 size_t ra_dtype_size(ra_dtype t);
@@ -105,6 +115,10 @@ void ra_tensors_init(ra_tensors *ts);
 void ra_tensors_clear(ra_tensors *ts); /* frees every tensor */
 /* Takes ownership of t; a tensor of the same name is replaced. */
 ra_status ra_tensors_add(ra_tensors *ts, ra_tensor *t);
+/* Adds t at the end without looking for its name (O(1)): only for a name
+   known to be absent, e.g. read from a source whose names are distinct.
+   Takes ownership of t (freed on failure). */
+ra_status ra_tensors_append(ra_tensors *ts, ra_tensor *t);
 /* Creates a zero tensor and adds it; *out (if not NULL) points at it. */
 ra_status ra_tensors_new(ra_tensors *ts, ra_tensor **out, const char *name,
                          ra_dtype dtype, int ndim, const int64_t *shape);

@@ -128,6 +128,10 @@ static void RN(bufs_free)(RN(bufs) *b)
 
 static int RN(alloc)(R **p, int64_t n)
 {
+    if (!ra_alloc_plausible((uint64_t)(n > 0 ? n : 1), sizeof(R))) {
+        *p = NULL; /* sizes come from the case: never ask malloc for the impossible */
+        return 1;
+    }
     *p = calloc((size_t)(n > 0 ? n : 1), sizeof(R));
     return *p == NULL;
 }

@@ -276,6 +276,55 @@ ra_status emit(ra_tensors *out, Arena &ar, const char *name, ra_dtype dt, int nd
     return RA_OK;
 }
 
+/* --- timing (bench) ----------------------------------------------------------------------- */
+
+/* CUDA events around the kernels of one call, after a write of twice the L2
+   cache's size so that the timed kernels start from a cold cache, as they
+   would after the rest of a model's step.  Inactive when ms is NULL. */
+struct KernelTimer {
+    double *ms = nullptr;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    KernelTimer() = default;
+    KernelTimer(const KernelTimer &) = delete;
+    KernelTimer &operator=(const KernelTimer &) = delete;
+    ~KernelTimer()
+    {
+        if (start)
+            cudaEventDestroy(start);
+        if (stop)
+            cudaEventDestroy(stop);
+    }
+    ra_status begin(double *out, Arena &ar, int device)
+    {
+        ms = out;
+        if (!ms)
+            return RA_OK;
+        *ms = -1;
+        int l2 = 0;
+        CU_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "L2 cache size");
+        if (l2 > 0) {
+            void *flush;
+            RA_TRY(dev_alloc(&flush, ar, 2 * (size_t)l2, "the L2 flush buffer"));
+            CU_TRY(cudaMemset(flush, 0, 2 * (size_t)l2), "L2 flush");
+        }
+        CU_TRY(cudaEventCreate(&start), "timer event");
+        CU_TRY(cudaEventCreate(&stop), "timer event");
+        CU_TRY(cudaEventRecord(start), "timer start");
+        return RA_OK;
+    }
+    ra_status end()
+    {
+        if (!ms)
+            return RA_OK;
+        CU_TRY(cudaEventRecord(stop), "timer stop");
+        CU_TRY(cudaEventSynchronize(stop), "the timed kernels");
+        float t = 0;
+        CU_TRY(cudaEventElapsedTime(&t, start, stop), "timer");
+        *ms = t;
+        return RA_OK;
+    }
+};
+
 ra_status check_cfg(const ra_gpu_gdn_cfg *cfg)
 {
     if (!cfg)
@@ -340,7 +389,7 @@ ra_status launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd)
 }
 
 ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int device,
-              int bwd)
+              int bwd, double *kernel_ms)
 {
     RA_TRY(check_cfg(cfg));
     ra_gdn_problem p;
@@ -386,7 +435,10 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
     if (!bwd) {
         RA_TRY(dev_floats(&a.o, ar, nv, "o"));
         RA_TRY(dev_floats(&a.ht, ar, ns, "ht"));
+        KernelTimer timer;
+        RA_TRY(timer.begin(kernel_ms, ar, device));
         RA_TRY(launch(cfg, &a, 0));
+        RA_TRY(timer.end());
         RA_TRY(emit(out, ar, "o", cfg->act_dtype, 4, v_shape, a.o));
         RA_TRY(emit(out, ar, "ht", cfg->aux_dtype, 4, state_shape, a.ht));
         return RA_OK;
@@ -404,14 +456,17 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
     RA_TRY(dev_floats(&a.dbeta, ar, ng, "dbeta"));
     if (p.h0)
         RA_TRY(dev_floats(&a.dh0, ar, ns, "dh0"));
-    RA_TRY(launch(cfg, &a, 1));
-
     float *dq, *dk;
     RA_TRY(dev_floats(&dq, ar, rows * K, "dq"));
     RA_TRY(dev_floats(&dk, ar, rows * K, "dk"));
+
+    KernelTimer timer;
+    RA_TRY(timer.begin(kernel_ms, ar, device));
+    RA_TRY(launch(cfg, &a, 1));
     group_sum_rows<<<grid_for(rows), 256>>>(dq, a.dqv, q, qnrm, rows, Hk, Hv / Hk, K);
     group_sum_rows<<<grid_for(rows), 256>>>(dk, a.dkv, k, knrm, rows, Hk, Hv / Hk, K);
     CU_TRY(cudaGetLastError(), "launch of the group-sum kernel");
+    RA_TRY(timer.end());
     CU_TRY(cudaDeviceSynchronize(), "group sums of dq, dk");
 
     RA_TRY(emit(out, ar, "dq", cfg->act_dtype, 4, qk_shape, dq));
@@ -427,13 +482,13 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
 } // namespace
 
 extern "C" ra_status ra_gpu_gdn_forward(const ra_gpu_gdn_cfg *cfg, const ra_case *c,
-                                        ra_tensors *out, int device)
+                                        ra_tensors *out, int device, double *kernel_ms)
 {
-    return run(cfg, c, out, device, 0);
+    return run(cfg, c, out, device, 0, kernel_ms);
 }
 
 extern "C" ra_status ra_gpu_gdn_backward(const ra_gpu_gdn_cfg *cfg, const ra_case *c,
-                                         ra_tensors *grads, int device)
+                                         ra_tensors *grads, int device, double *kernel_ms)
 {
-    return run(cfg, c, grads, device, 1);
+    return run(cfg, c, grads, device, 1, kernel_ms);
 }

@@ -54,11 +54,14 @@ typedef struct ra_gpu_gdn_cfg {
 } ra_gpu_gdn_cfg;
 
 /* Forward (o, ht) and backward (dq, dk, dv, dg, dbeta, dh0 when the case
-   has h0) of case c under cfg on CUDA device `device`. */
+   has h0) of case c under cfg on CUDA device `device`.  With kernel_ms not
+   NULL the L2 cache is flushed after the inputs are on the device and the
+   kernels alone (not the copies, widening or storage rounding) are timed
+   with CUDA events, in milliseconds. */
 ra_status ra_gpu_gdn_forward(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out,
-                             int device);
+                             int device, double *kernel_ms);
 ra_status ra_gpu_gdn_backward(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *grads,
-                              int device);
+                              int device, double *kernel_ms);
 
 /* The registered CUDA gdn variants: one row each.  twin names the CPU
    variant with the same algorithm and rounding points (the twin-agreement

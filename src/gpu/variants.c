@@ -18,14 +18,16 @@ static ra_status gdn_forward(const ra_variant *self, const ra_case *c, ra_tensor
                              ra_run *run)
 {
     const ra_gpu_gdn_row *row = self->data;
-    return ra_gpu_gdn_forward(&row->cfg, c, out, run ? run->device : 0);
+    return ra_gpu_gdn_forward(&row->cfg, c, out, run ? run->device : 0,
+                              run ? &run->elapsed_ms : NULL);
 }
 
 static ra_status gdn_backward(const ra_variant *self, const ra_case *c, ra_tensors *grads,
                               ra_run *run)
 {
     const ra_gpu_gdn_row *row = self->data;
-    return ra_gpu_gdn_backward(&row->cfg, c, grads, run ? run->device : 0);
+    return ra_gpu_gdn_backward(&row->cfg, c, grads, run ? run->device : 0,
+                               run ? &run->elapsed_ms : NULL);
 }
 
 /* The declared precision class of a configuration (recaudit/plugin.h). */

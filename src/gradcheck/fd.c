@@ -123,6 +123,9 @@ static ra_status draw(double **out, int64_t n, uint64_t seed, const char *name)
 /* Analytic gradients: the op's backward, or the given tensors d<input>. */
 static ra_status analytic(fd_ctx *x, const ra_tensors *grads, const char *what)
 {
+    /* Faults in given gradients belong to their file, not to the case. */
+    if (x->o->grads_what)
+        what = x->o->grads_what;
     const mpfr_prec_t p = x->o->prec;
     if (!grads) {
         RA_TRY(x->op->backward(x->an, x->state, p, x->o->threads));

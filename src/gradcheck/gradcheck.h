@@ -52,10 +52,12 @@ typedef enum ra_gc_mode { RA_GC_ELEMENTWISE, RA_GC_DIRECTIONAL, RA_GC_DOT } ra_g
 
 typedef struct ra_gc_opts {
     ra_gc_mode mode;
-    mpfr_prec_t prec; /* default 256 */
-    long h_log2;      /* step 2^-h_log2, default 80 */
-    uint64_t seed;    /* directions and cotangents of the random modes */
-    int threads;      /* 0: OpenMP default */
+    mpfr_prec_t prec;       /* default 256 */
+    long h_log2;            /* step 2^-h_log2, default 80 */
+    uint64_t seed;          /* directions and cotangents of the random modes */
+    int threads;            /* 0: OpenMP default */
+    const char *grads_what; /* names the given gradients (a file) in messages;
+                              NULL: the case's name */
 } ra_gc_opts;
 
 void ra_gc_opts_init(ra_gc_opts *o);

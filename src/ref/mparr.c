@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/tensor.h"
+
 /*
  * Allocation sizes are checked against SIZE_MAX before multiplying, so a
  * huge request fails with RA_EOVERFLOW / RA_ENOMEM instead of wrapping.
@@ -33,6 +35,10 @@ ra_status ra_mparr_init(ra_mparr *a, size_t n, mpfr_prec_t prec)
     if (n > SIZE_MAX / sz || n > SIZE_MAX / sizeof(__mpfr_struct))
         RA_ERRORF(RA_EOVERFLOW, "array of %zu MPFR numbers of %ld bits: size overflows", n,
                   (long)prec);
+    if (!ra_alloc_plausible(n, sz + sizeof(__mpfr_struct)))
+        RA_ERRORF(RA_ENOMEM,
+                  "%zu MPFR numbers of %ld bits (%.1f MiB) exceed this machine's memory or limits",
+                  n, (long)prec, (double)n * (double)(sz + sizeof(__mpfr_struct)) / 1048576.0);
     a->x = malloc(n * sizeof(__mpfr_struct));
     a->limbs = malloc(n * sz);
     if (!a->x || !a->limbs) {

@@ -1,0 +1,266 @@
+/* Kernel speed: time variants on one generated case, median and spread of N repetitions. */
+
+/*
+ * Each repetition runs the forward into a fresh result and then, when the
+ * case asks for gradients, the backward into another (the ABI's backward
+ * recomputes what it needs from the case, as a training step's backward
+ * does).  The median is the statistic: GPU and CPU timings have a long
+ * upper tail (clock ramps, other processes), which the min and max columns
+ * show.  Times come from the variant when it sets ra_run.elapsed_ms, else
+ * from the monotonic clock around the call.
+ */
+
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "audit/audit.h"
+#include "audit/bench.h"
+
+void ra_bench_opts_init(ra_bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->reps = 10;
+    o->warmup = 1;
+}
+
+void ra_bench_rows_init(ra_bench_rows *rows)
+{
+    memset(rows, 0, sizeof *rows);
+}
+
+void ra_bench_rows_clear(ra_bench_rows *rows)
+{
+    free(rows->v);
+    ra_bench_rows_init(rows);
+}
+
+static ra_status row_new(ra_bench_row **out, ra_bench_rows *rows, const ra_variant *v,
+                         const char *direction)
+{
+    if (rows->n == rows->cap) {
+        size_t cap = rows->cap ? 2 * rows->cap : 16;
+        ra_bench_row *nv = realloc(rows->v, cap * sizeof *nv);
+        if (!nv)
+            RA_ERROR("bench: out of memory for the rows", RA_ENOMEM);
+        rows->v = nv, rows->cap = cap;
+    }
+    ra_bench_row *row = &rows->v[rows->n++];
+    memset(row, 0, sizeof *row);
+    snprintf(row->variant, sizeof row->variant, "%s", v->name);
+    row->device = v->device == RA_CUDA ? "cuda" : "cpu";
+    row->timer = "-";
+    row->direction = direction;
+    row->median_ms = row->min_ms = row->max_ms = row->flops = row->bytes = NAN;
+    *out = row;
+    return RA_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts x[0..n) and fills the median, min and max of row. */
+static void row_stats(ra_bench_row *row, double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    row->reps = n;
+    row->min_ms = x[0];
+    row->max_ms = x[n - 1];
+    row->median_ms = n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* Bytes of the tensors of c whose role in op is `role` (by name). */
+static double role_bytes(const ra_case *c, const ra_op *op, ra_role role)
+{
+    double sum = 0;
+    for (size_t i = 0; i < c->tensors.n; i++) {
+        const ra_tensor *t = c->tensors.items[i];
+        const ra_op_tensor *ot = ra_op_tensor_find(op, t->name);
+        if (ot && ot->role == role)
+            sum += (double)t->nbytes;
+    }
+    return sum;
+}
+
+/* One call of v's forward (bwd = 0) or backward on c into a fresh result;
+   its time in *ms, *self_timed when the variant timed itself. */
+static ra_status timed_call(double *ms, int *self_timed, ra_case *result, const ra_variant *v,
+                            const ra_case *c, int bwd, int threads)
+{
+    ra_case_clear(result);
+    ra_case_init(result);
+    ra_run run;
+    memset(&run, 0, sizeof run);
+    run.threads = threads;
+    run.elapsed_ms = -1;
+    const double t0 = now_ms();
+    ra_status st = bwd ? ra_variant_run_backward(result, v, c, &run)
+                       : ra_variant_run_forward(result, v, c, &run);
+    const double wall = now_ms() - t0;
+    *self_timed = run.elapsed_ms >= 0;
+    *ms = *self_timed ? run.elapsed_ms : wall;
+    return st;
+}
+
+typedef struct bench_times {
+    double *fwd, *bwd, *sum; /* reps each */
+    int self_timed;          /* every call timed itself */
+    ra_case res_f, res_b;    /* the last results: bytes written */
+} bench_times;
+
+/* Warm-up and repetitions of v on c; the error of the first failing call. */
+static ra_status measure(bench_times *bt, const ra_variant *v, const ra_case *c, int bwd,
+                         const ra_bench_opts *o)
+{
+    bt->self_timed = 1;
+    for (int i = 0; i < o->warmup + o->reps; i++) {
+        double tf = 0, tb = 0;
+        int self;
+        RA_TRY(timed_call(&tf, &self, &bt->res_f, v, c, 0, o->threads));
+        bt->self_timed &= self;
+        if (bwd) {
+            RA_TRY(timed_call(&tb, &self, &bt->res_b, v, c, 1, o->threads));
+            bt->self_timed &= self;
+        }
+        if (i >= o->warmup) {
+            const int r = i - o->warmup;
+            bt->fwd[r] = tf, bt->bwd[r] = tb, bt->sum[r] = tf + tb;
+        }
+    }
+    return RA_OK;
+}
+
+static ra_status bench_variant(ra_bench_rows *rows, const ra_variant *v, const ra_case *c,
+                               const ra_op *op, int bwd, const ra_bench_opts *o)
+{
+    ra_bench_row *row;
+    char why[sizeof row->note - 16];
+    if (!ra_variant_supports(v, c, bwd, why, sizeof why)) {
+        RA_TRY(row_new(&row, rows, v, bwd ? "fwd+bwd" : "fwd"));
+        snprintf(row->note, sizeof row->note, "skipped: %s", why);
+        return RA_OK;
+    }
+    bench_times bt;
+    memset(&bt, 0, sizeof bt);
+    ra_case_init(&bt.res_f);
+    ra_case_init(&bt.res_b);
+    double *buf = calloc(3 * (size_t)o->reps, sizeof *buf);
+    if (!buf)
+        RA_ERROR("bench: out of memory for the timings", RA_ENOMEM);
+    bt.fwd = buf, bt.bwd = buf + o->reps, bt.sum = buf + 2 * o->reps;
+    ra_status st = measure(&bt, v, c, bwd, o);
+    if (st != RA_OK) {
+        const ra_status err = st;
+        const char *reason = ra_last_error();
+        st = row_new(&row, rows, v, bwd ? "fwd+bwd" : "fwd");
+        if (st == RA_OK) {
+            row->failed = 1;
+            rows->failed++;
+            snprintf(row->note, sizeof row->note, "failed: %s",
+                     reason && *reason ? reason : ra_strstatus(err));
+        }
+    } else {
+        const double in = role_bytes(c, op, RA_ROLE_INPUT);
+        const double cot = role_bytes(c, op, RA_ROLE_COTANGENT);
+        const double out = role_bytes(&bt.res_f, op, RA_ROLE_OUTPUT);
+        const double grad = role_bytes(&bt.res_b, op, RA_ROLE_GRADIENT);
+        const double ff = op->flops ? op->flops(c, 0) : NAN;
+        const double fb = op->flops ? op->flops(c, 1) : NAN;
+        const char *timer = !bt.self_timed        ? "wall"
+                            : v->device == RA_CUDA ? "events"
+                                                   : "variant";
+        struct {
+            const char *dir;
+            double *x, flops, bytes;
+        } d[3] = {{"fwd", bt.fwd, ff, in + out},
+                  {"bwd", bt.bwd, fb, in + cot + grad},
+                  {"fwd+bwd", bt.sum, ff + fb, 2 * in + out + cot + grad}};
+        for (int k = 0; st == RA_OK && k < (bwd ? 3 : 1); k++) {
+            st = row_new(&row, rows, v, d[k].dir);
+            if (st == RA_OK) {
+                row_stats(row, d[k].x, o->reps);
+                row->timer = timer;
+                row->flops = d[k].flops;
+                row->bytes = d[k].bytes;
+            }
+        }
+    }
+    free(buf);
+    ra_case_clear(&bt.res_f);
+    ra_case_clear(&bt.res_b);
+    return st;
+}
+
+ra_status ra_bench_case(ra_bench_rows *rows, const ra_registry *r, const char *glob,
+                        const ra_case_spec *id, const ra_bench_opts *o)
+{
+    if (o->reps < 1 || o->warmup < 0)
+        RA_ERRORF(RA_EINVAL, "bench: %d repetitions and %d warm-up runs (need >= 1 and >= 0)",
+                  o->reps, o->warmup);
+    const ra_op *op;
+    RA_TRY(ra_op_require(&op, id->op, "bench"));
+    ra_case c;
+    ra_case_init(&c);
+    ra_status st = ra_case_spec_generate(&c, id);
+    for (size_t i = 0; st == RA_OK && i < ra_registry_count(r); i++) {
+        const ra_variant *v = ra_registry_at(r, i);
+        if (strcmp(v->op, id->op) != 0 || !ra_glob_match(glob, v->name))
+            continue;
+        st = bench_variant(rows, v, &c, op, id->bwd, o);
+        ra_progress_add(o->progress, 1);
+    }
+    ra_case_clear(&c);
+    return st;
+}
+
+static void fmt_num(char *buf, size_t len, double x)
+{
+    if (isnan(x))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.4g", x);
+}
+
+ra_status ra_bench_table(ra_table **out, const ra_bench_rows *rows)
+{
+    static const char *const headers[] = {"variant", "device", "direction", "reps",
+                                          "median_ms", "min_ms", "max_ms", "TFLOP/s",
+                                          "GB/s", "timer", "note"};
+    enum { NCOLS = sizeof headers / sizeof headers[0] };
+    ra_table *t;
+    RA_TRY(ra_table_new(&t, NCOLS, headers));
+    ra_status st = RA_OK;
+    for (size_t i = 0; st == RA_OK && i < rows->n; i++) {
+        const ra_bench_row *row = &rows->v[i];
+        char reps[16], med[32], lo[32], hi[32], tf[32], gb[32];
+        snprintf(reps, sizeof reps, "%d", row->reps);
+        fmt_num(med, sizeof med, row->median_ms);
+        fmt_num(lo, sizeof lo, row->min_ms);
+        fmt_num(hi, sizeof hi, row->max_ms);
+        fmt_num(tf, sizeof tf, row->flops / (row->median_ms * 1e9));
+        fmt_num(gb, sizeof gb, row->bytes / (row->median_ms * 1e6));
+        const char *cells[NCOLS] = {row->variant, row->device, row->direction, reps, med, lo,
+                                    hi, tf, gb, row->timer, row->note[0] ? row->note : "-"};
+        st = ra_table_add_row(t, cells);
+    }
+    if (st != RA_OK) {
+        ra_table_free(t);
+        return st;
+    }
+    *out = t;
+    return RA_OK;
+}

@@ -1,0 +1,36 @@
+#!/bin/sh
+# CLI: recaudit bench on CPU variants at a small shape: the table's columns
+# and rows, --fwd-only, --json, and bad usage exiting 2.
+. "${top_srcdir:-.}/tests/cli-lib.sh"
+
+shape=B=1,T=70,Hk=1,Hv=2,K=8,V=8
+expect_status 0 bench --variant 'gdn.cpu.f3*' --shape $shape --reps 3 --format csv --json b.json
+expect_grep out '^variant,device,direction,reps,median_ms,min_ms,max_ms,TFLOP/s,GB/s,timer,note$' "csv header"
+for d in fwd bwd fwd+bwd; do
+    expect_grep out "^gdn\.cpu\.f32,cpu,$d,3,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,variant,-\$" "row $d"
+done
+test "$(wc -l <out)" -eq 4 || fail "bench: expected a header and 3 rows"
+expect_grep err '^bench: gdn B=1,T=70,Hk=1,Hv=2,K=8,V=8 regime=default dtype=f32 seed=0 reps=3 warmup=1$' "case line on stderr beside csv"
+expect_grep b.json '"direction": "fwd+bwd"' "JSON rows"
+
+# min <= median <= max in every row
+awk -F, 'NR > 1 && !($6 <= $5 && $5 <= $7) { bad = 1 } END { exit bad }' out ||
+    fail "bench: a row with median outside [min, max]"
+
+expect_status 0 bench --variant gdn.cpu.f64 --shape $shape --reps 1 --warmup 0 --fwd-only
+expect_grep out '^gdn\.cpu\.f64  *cpu  *fwd  *1 ' "fwd-only row"
+grep -q 'bwd' out && fail "bench --fwd-only printed a backward row"
+expect_grep out 'fwd-only reps=1 warmup=0$' "fwd-only case line"
+
+# bad usage
+expect_status 2 bench --shape $shape
+expect_grep err 'variant GLOB is required' "missing --variant"
+expect_status 2 bench --variant gdn.cpu.f32
+expect_grep err 'shape is required' "missing --shape"
+expect_status 2 bench --variant gdn.cpu.f32 --shape $shape --reps 0
+expect_status 2 bench --variant gdn.cpu.f32 --shape $shape --warmup -1
+expect_status 2 bench --variant 'nope.*' --shape $shape
+expect_grep err "no variant matches 'nope.\*'" "no variant"
+expect_status 0 bench --help
+expect_grep out 'B\*T\*Hv\*(2C(3K+2V) + 6KV + C^2/3)' "help states the FLOP formula"
+finish

@@ -1,0 +1,261 @@
+/* Check suite for the kernel benchmark (src/audit/bench.c) and the operations' FLOP counts. */
+
+#include <config.h>
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "audit/bench.h"
+#include "core/op.h"
+#include "recaudit/gdn.h"
+#include "testutil.h"
+
+/*
+ * Expected values: the gdn FLOP formula evaluated by hand for one shape
+ * (the arithmetic is written beside the assertion); statistics of timings
+ * that test variants report by construction (a fixed sequence of
+ * elapsed_ms values), so median, min and max are known; bytes from the
+ * shapes and dtypes the test variants write, counted by hand.
+ */
+
+/* A case id: gdn, default regime, f32, seed 1; gradients when bwd. */
+static ra_case_spec make_id(const char *shape, int bwd)
+{
+    ra_case_spec id;
+    ra_case_spec_init(&id);
+    strcpy(id.op, "gdn");
+    strcpy(id.shape, shape);
+    strcpy(id.regime, "default");
+    strcpy(id.dtype, "f32");
+    id.has_seed = 1;
+    id.seed = 1;
+    id.bwd = bwd;
+    ck_assert_int_eq(ra_case_spec_check(&id, "test"), RA_OK);
+    return id;
+}
+
+/* B=2, T=100, Hk=1, Hv=3, K=16, V=8, C=64, per token and value head:
+   2*64*(3*16 + 2*8) + 6*16*8 + 64*64/3 = 8192 + 768 + 4096/3 = 30976/3;
+   times B*T*Hv = 600 tokens x heads: 6195200; backward 3x: 18585600. */
+START_TEST(data_gdn_flops)
+{
+    ra_case c;
+    ra_case_init(&c);
+    ra_case_spec id = make_id("B=2,T=100,Hk=1,Hv=3,K=16,V=8", 0);
+    ck_assert_int_eq(ra_case_spec_generate(&c, &id), RA_OK);
+    const ra_op *op = ra_op_find("gdn");
+    ck_assert_ptr_nonnull(op->flops);
+    ck_assert_double_eq_tol(op->flops(&c, 0), 6195200.0, 1e-6);
+    ck_assert_double_eq_tol(op->flops(&c, 1), 18585600.0, 1e-6);
+    ck_assert_ptr_nonnull(op->flops_doc);
+    ra_case_clear(&c);
+}
+END_TEST
+
+/* --- test variants: known times, known outputs -------------------------------------------- */
+
+/* Times reported by the forward, in call order: a warm-up, then five
+   repetitions; the backward reports ten times the same sequence. */
+static const double fwd_times[] = {100, 4, 1, 3, 2, 20};
+static int calls_fwd, calls_bwd;
+
+static ra_status zeros(ra_tensors *out, const char *name, ra_dtype dt, int nd,
+                       const int64_t *shape)
+{
+    ra_tensor *t;
+    return ra_tensors_new(out, &t, name, dt, nd, shape);
+}
+
+/* o [1,64,2,4] bf16 (1024 bytes), ht [1,2,4,4] f32 (128 bytes). */
+static ra_status timed_fwd(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
+{
+    (void)self, (void)c;
+    RA_TRY(zeros(out, "o", RA_BF16, 4, (const int64_t[]){1, 64, 2, 4}));
+    RA_TRY(zeros(out, "ht", RA_F32, 4, (const int64_t[]){1, 2, 4, 4}));
+    run->elapsed_ms = fwd_times[calls_fwd++ % 6];
+    return RA_OK;
+}
+
+/* dq, dk [1,64,1,4] f32 (1024 bytes each), dv [1,64,2,4] f32 (2048),
+   dg, dbeta [1,64,2] f32 (512 each): 5120 bytes. */
+static ra_status timed_bwd(const ra_variant *self, const ra_case *c, ra_tensors *out,
+                           ra_run *run)
+{
+    (void)self, (void)c;
+    RA_TRY(zeros(out, "dq", RA_F32, 4, (const int64_t[]){1, 64, 1, 4}));
+    RA_TRY(zeros(out, "dk", RA_F32, 4, (const int64_t[]){1, 64, 1, 4}));
+    RA_TRY(zeros(out, "dv", RA_F32, 4, (const int64_t[]){1, 64, 2, 4}));
+    RA_TRY(zeros(out, "dg", RA_F32, 3, (const int64_t[]){1, 64, 2}));
+    RA_TRY(zeros(out, "dbeta", RA_F32, 3, (const int64_t[]){1, 64, 2}));
+    run->elapsed_ms = 10 * fwd_times[calls_bwd++ % 6];
+    return RA_OK;
+}
+
+/* Does not time itself. */
+static ra_status untimed_fwd(const ra_variant *self, const ra_case *c, ra_tensors *out,
+                             ra_run *run)
+{
+    (void)run;
+    return timed_fwd(self, c, out, &(ra_run){.elapsed_ms = -1});
+}
+
+static ra_status failing_fwd(const ra_variant *self, const ra_case *c, ra_tensors *out,
+                             ra_run *run)
+{
+    (void)self, (void)c, (void)out, (void)run;
+    RA_ERROR("planted failure", RA_EIO);
+}
+
+#define CAPS (RA_FWD | RA_BWD | RA_GDN_CAP_GQA)
+static const ra_variant test_variants[] = {
+    {"gdn.t.timed", "gdn", "known times", RA_CPU, "f32", CAPS, NULL, timed_fwd, timed_bwd},
+    {"gdn.t.fwdonly", "gdn", "no backward", RA_CPU, "f32", RA_FWD | RA_GDN_CAP_GQA, NULL,
+     timed_fwd, NULL},
+    {"gdn.t.failing", "gdn", "fails", RA_CPU, "f32", CAPS, NULL, failing_fwd, timed_bwd},
+    {"gdn.t.untimed", "gdn", "wall clock", RA_CPU, "f32", RA_FWD | RA_GDN_CAP_GQA, NULL,
+     untimed_fwd, NULL},
+};
+
+static ra_registry *test_registry(void)
+{
+    ra_registry *r;
+    ck_assert_int_eq(ra_registry_new_empty(&r), RA_OK);
+    for (size_t i = 0; i < sizeof test_variants / sizeof test_variants[0]; i++)
+        ck_assert_int_eq(ra_registry_add(r, &test_variants[i]), RA_OK);
+    return r;
+}
+
+static const ra_bench_row *find_row(const ra_bench_rows *rows, const char *variant,
+                                    const char *dir)
+{
+    for (size_t i = 0; i < rows->n; i++)
+        if (strcmp(rows->v[i].variant, variant) == 0 && strcmp(rows->v[i].direction, dir) == 0)
+            return &rows->v[i];
+    ck_abort_msg("no row %s %s", variant, dir);
+    return NULL;
+}
+
+/* Five repetitions of the timed variant on B=1, T=64, Hk=1, Hv=2, K=V=4. */
+START_TEST(data_timed_rows)
+{
+    calls_fwd = calls_bwd = 0;
+    ra_registry *r = test_registry();
+    ra_case_spec id = make_id("B=1,T=64,Hk=1,Hv=2,K=4,V=4", 1);
+    ra_bench_opts o;
+    ra_bench_opts_init(&o);
+    o.reps = 5;
+    ra_bench_rows rows;
+    ra_bench_rows_init(&rows);
+    ck_assert_int_eq(ra_bench_case(&rows, r, "gdn.t.timed", &id, &o), RA_OK);
+    ck_assert_uint_eq(rows.n, 3);
+    ck_assert_uint_eq(rows.failed, 0);
+
+    /* forward times after the warm-up: 4 1 3 2 20 -> median 3 (the mean
+       would be 6), min 1, max 20 */
+    const ra_bench_row *f = find_row(&rows, "gdn.t.timed", "fwd");
+    ck_assert_int_eq(f->reps, 5);
+    ck_assert_double_eq(f->median_ms, 3);
+    ck_assert_double_eq(f->min_ms, 1);
+    ck_assert_double_eq(f->max_ms, 20);
+    ck_assert_str_eq(f->timer, "variant");
+    ck_assert_str_eq(f->device, "cpu");
+    const ra_bench_row *b = find_row(&rows, "gdn.t.timed", "bwd");
+    ck_assert_double_eq(b->median_ms, 30);
+    ck_assert_double_eq(b->min_ms, 10);
+    ck_assert_double_eq(b->max_ms, 200);
+    /* sums per repetition: 44 11 33 22 220 */
+    const ra_bench_row *s = find_row(&rows, "gdn.t.timed", "fwd+bwd");
+    ck_assert_double_eq(s->median_ms, 33);
+    ck_assert_double_eq(s->min_ms, 11);
+    ck_assert_double_eq(s->max_ms, 220);
+
+    /* bytes: inputs 5120 (q, k 64*4*4 = 1024 each, v 64*2*4*4 = 2048,
+       g, beta 64*2*4 = 512 each); outputs 1024 + 128; cotangents: do
+       2048 plus dht 2*4*4*4 = 128 when the generator wrote it. */
+    ra_case c;
+    ra_case_init(&c);
+    ck_assert_int_eq(ra_case_spec_generate(&c, &id), RA_OK);
+    const double cot = 2048 + (ra_tensors_find(&c.tensors, "dht") ? 128 : 0);
+    ra_case_clear(&c);
+    ck_assert_double_eq(f->bytes, 5120 + 1152);
+    ck_assert_double_eq(b->bytes, 5120 + cot + 5120);
+    ck_assert_double_eq(s->bytes, 2 * 5120 + 1152 + cot + 5120);
+    /* the nominal count: per token and head 2*64*(12 + 8) + 6*16 + 4096/3
+       = 2656 + 4096/3 = 12064/3; 128 tokens x heads: 1544192/3 */
+    ck_assert_double_eq_tol(f->flops, 1544192.0 / 3, 1e-6);
+    ck_assert_double_eq_tol(b->flops, 1544192.0, 1e-6);
+    ck_assert_double_eq_tol(s->flops, 4 * 1544192.0 / 3, 1e-6);
+
+    ra_table *t;
+    ck_assert_int_eq(ra_bench_table(&t, &rows), RA_OK);
+    ck_assert_str_eq(ra_table_header(t, 4), "median_ms");
+    ck_assert_str_eq(ra_table_cell(t, 0, 4), "3");
+    /* GB/s = 6272 bytes / 3 ms = 2.0907e-3 */
+    ck_assert_str_eq(ra_table_cell(t, 0, 8), "0.002091");
+    ra_table_free(t);
+    ra_bench_rows_clear(&rows);
+    ra_registry_free(r);
+}
+END_TEST
+
+/* A skip, a failure and a wall-clock variant: each one row or set of rows,
+   and the run goes on after the failure. */
+START_TEST(special_skip_fail_wall)
+{
+    calls_fwd = calls_bwd = 0;
+    ra_registry *r = test_registry();
+    ra_case_spec id = make_id("B=1,T=64,Hk=1,Hv=2,K=4,V=4", 1);
+    ra_bench_opts o;
+    ra_bench_opts_init(&o);
+    o.reps = 3;
+    ra_bench_rows rows;
+    ra_bench_rows_init(&rows);
+    ck_assert_int_eq(ra_bench_case(&rows, r, "gdn.t.*", &id, &o), RA_OK);
+    ck_assert_uint_eq(rows.failed, 1);
+    const ra_bench_row *sk = find_row(&rows, "gdn.t.fwdonly", "fwd+bwd");
+    ck_assert_int_eq(sk->reps, 0);
+    ck_assert_int_eq(sk->failed, 0);
+    ck_assert_msg(strstr(sk->note, "skipped: no backward"), "%s", sk->note);
+    const ra_bench_row *fl = find_row(&rows, "gdn.t.failing", "fwd+bwd");
+    ck_assert_int_eq(fl->failed, 1);
+    ck_assert_msg(strstr(fl->note, "planted failure"), "%s", fl->note);
+    /* forward-only: the untimed variant is skipped with gradients asked for,
+       so ask again without them */
+    ra_bench_rows_clear(&rows);
+    id.bwd = 0;
+    ck_assert_int_eq(ra_bench_case(&rows, r, "gdn.t.untimed", &id, &o), RA_OK);
+    ck_assert_uint_eq(rows.n, 1);
+    const ra_bench_row *w = find_row(&rows, "gdn.t.untimed", "fwd");
+    ck_assert_str_eq(w->timer, "wall");
+    ck_assert(w->min_ms >= 0 && w->min_ms <= w->median_ms && w->median_ms <= w->max_ms);
+    ra_bench_rows_clear(&rows);
+    ra_registry_free(r);
+}
+END_TEST
+
+START_TEST(special_refusals)
+{
+    ra_registry *r = test_registry();
+    ra_case_spec id = make_id("B=1,T=64,Hk=1,Hv=2,K=4,V=4", 0);
+    ra_bench_opts o;
+    ra_bench_opts_init(&o);
+    o.reps = 0;
+    ra_bench_rows rows;
+    ra_bench_rows_init(&rows);
+    tu_expect_error(ra_bench_case(&rows, r, "gdn.t.*", &id, &o), RA_EINVAL, "repetitions");
+    ck_assert_uint_eq(rows.n, 0);
+    ra_registry_free(r);
+}
+END_TEST
+
+static Suite *bench_suite(void)
+{
+    Suite *s = suite_create("bench");
+    tu_tcase(s, "special", tu_capture, NULL, special_skip_fail_wall, special_refusals);
+    tu_tcase(s, "data", tu_capture, NULL, data_gdn_flops, data_timed_rows);
+    return s;
+}
+
+int main(void) { return tu_run(bench_suite()); }
