@@ -41,7 +41,10 @@ static void print_help(FILE *f)
         "  --threads N      CPU threads for the variant (default: its own choice)\n"
         "  --fwd-only       skip the backward\n"
         "  --plugin LIB.so  load a variant plugin first (repeatable)\n"
-        RA_CLI_HELP_ISOLATION
+        "  --timeout S      time limit of the variant in seconds (default 600); on\n"
+        "                   expiry it is killed with SIGKILL and run exits 2\n"
+        "  --no-isolate     run the variant inside recaudit, not in a child process\n"
+        "                   (for a debugger; also RECAUDIT_NO_ISOLATE=1)\n"
         "  -h, --help       this help\n"
         "\n"
         "example:\n"
