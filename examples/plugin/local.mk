@@ -48,3 +48,32 @@ tests_libfuncabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 tests_libstrabi_la_SOURCES = tests/plugin-bad.c
 tests_libstrabi_la_CPPFLAGS = -I$(top_srcdir)/include -DSTR_ABI
 tests_libstrabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+
+# Misbehaving variants, each followed by the honest example variant, for
+# the isolation of variant runs (tests/plugin-isolate.sh).
+ROGUE_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/examples/plugin
+check_LTLIBRARIES += tests/librogue_write.la tests/librogue_exit.la tests/librogue_segv.la \
+	tests/librogue_abort.la tests/librogue_hang.la
+tests_librogue_write_la_SOURCES = tests/plugin-rogue.c
+tests_librogue_write_la_CPPFLAGS = $(ROGUE_CPPFLAGS) -DROGUE_WRITE
+tests_librogue_write_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_librogue_write_la_LIBADD = -lm
+tests_librogue_exit_la_SOURCES = tests/plugin-rogue.c
+tests_librogue_exit_la_CPPFLAGS = $(ROGUE_CPPFLAGS) -DROGUE_EXIT
+tests_librogue_exit_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_librogue_exit_la_LIBADD = -lm
+tests_librogue_segv_la_SOURCES = tests/plugin-rogue.c
+tests_librogue_segv_la_CPPFLAGS = $(ROGUE_CPPFLAGS) -DROGUE_SEGV
+tests_librogue_segv_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_librogue_segv_la_LIBADD = -lm
+tests_librogue_abort_la_SOURCES = tests/plugin-rogue.c
+tests_librogue_abort_la_CPPFLAGS = $(ROGUE_CPPFLAGS) -DROGUE_ABORT
+tests_librogue_abort_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_librogue_abort_la_LIBADD = -lm
+tests_librogue_hang_la_SOURCES = tests/plugin-rogue.c
+tests_librogue_hang_la_CPPFLAGS = $(ROGUE_CPPFLAGS) -DROGUE_HANG
+tests_librogue_hang_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_librogue_hang_la_LIBADD = -lm
+
+TESTS += tests/plugin-isolate.sh
+EXTRA_DIST += tests/plugin-isolate.sh

@@ -119,8 +119,7 @@ int ra_variant_supports(const ra_variant *v, const ra_case *c, int bwd, char *wh
     return op ? op->supports(v, c, why, len) : 1;
 }
 
-/* 1 if c holds a cotangent of one of the outputs in out. */
-static int has_cotangent(const ra_case *c, const ra_tensors *out)
+int ra_case_has_cotangent(const ra_case *c, const ra_tensors *out)
 {
     for (size_t i = 0; i < out->n; i++) {
         char name[128];
@@ -173,7 +172,7 @@ ra_status ra_variant_execute(ra_case *result, const ra_variant *v, const ra_case
                              ra_run *run)
 {
     RA_TRY(ra_variant_run_forward(result, v, c, run));
-    if (bwd && (v->caps & RA_BWD) && has_cotangent(c, &result->tensors))
+    if (bwd && (v->caps & RA_BWD) && ra_case_has_cotangent(c, &result->tensors))
         RA_TRY(ra_variant_run_backward(result, v, c, run));
     return RA_OK;
 }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "audit/gates.h"
+#include "audit/isolate.h"
 #include "audit/registry.h"
 #include "audit/suite.h"
 #include "core/case.h"
@@ -83,6 +84,9 @@ int ra_variant_supports(const ra_variant *v, const ra_case *c, int bwd, char *wh
 ra_status ra_variant_execute(ra_case *result, const ra_variant *v, const ra_case *c, int bwd,
                              ra_run *run);
 
+/* 1 if c holds a cotangent ("d" + name) of one of the outputs in out. */
+int ra_case_has_cotangent(const ra_case *c, const ra_tensors *out);
+
 /* The two halves of ra_variant_execute, for callers that tell a forward
    failure from a backward one: the forward initialises result (op,
    parameters, "variant") and adds the outputs; the backward adds the
@@ -142,6 +146,7 @@ typedef struct ra_audit_opts {
     int allow_uncertified;
     int threads;
     ra_progress *progress; /* advanced once per variant run (may be NULL) */
+    ra_isolation iso;      /* child process per (variant, case), time limit */
 } ra_audit_opts;
 
 void ra_audit_opts_init(ra_audit_opts *o);

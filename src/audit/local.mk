@@ -6,6 +6,7 @@ librecaudit_a_SOURCES += src/audit/registry.c src/audit/registry.h \
 	src/audit/suite.c src/audit/suite.h \
 	src/audit/audit.c src/audit/validate.c src/audit/audit.h \
 	src/audit/report.c src/audit/report.h \
+	src/audit/wire.c src/audit/wire.h src/audit/isolate.c src/audit/isolate.h \
 	src/audit/bench.c src/audit/bench.h
 
 # Where an installed recaudit finds gates.tsv and suites/ (src/audit/datadir.c).
@@ -41,3 +42,12 @@ tests_t_sensitivity_LDADD = tests/libtestutil.la $(TEST_LIBS)
 TESTS += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
 EXTRA_DIST += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
 EXTRA_DIST += docs/external.md
+
+# Variants in child processes (src/audit/isolate.h) and the wire format of
+# their outcomes (src/audit/wire.h); the plugin side: tests/plugin-isolate.sh.
+check_PROGRAMS += tests/t-wire tests/t-isolate
+TESTS += tests/t-wire tests/t-isolate
+tests_t_wire_CFLAGS = $(TEST_CFLAGS)
+tests_t_wire_LDADD = tests/libtestutil.la $(TEST_LIBS)
+tests_t_isolate_CFLAGS = $(TEST_CFLAGS)
+tests_t_isolate_LDADD = tests/libtestutil.la $(TEST_LIBS)

@@ -34,6 +34,7 @@ void ra_audit_opts_init(ra_audit_opts *o)
 {
     memset(o, 0, sizeof *o);
     ra_ref_opts_init(&o->ref);
+    ra_isolation_init(&o->iso);
 }
 
 size_t ra_audit_count_variants(const ra_registry *r, const char *glob, const char *op)
@@ -50,16 +51,18 @@ static void repro_command(char *buf, size_t len, const ra_registry *r, const ra_
                           const ra_case_spec *id, const ra_audit_opts *o)
 {
     const char *plugin = ra_registry_origin_of(r, v);
-    char flags[128];
+    char flags[128], timeout[48] = "";
     ra_case_spec_flags_format(flags, sizeof flags, id, " --");
+    if (o->iso.timeout_s != RA_TIMEOUT_DEFAULT_S)
+        snprintf(timeout, sizeof timeout, " --timeout %g", o->iso.timeout_s);
     snprintf(buf, len,
              "recaudit audit --variant %s --op %s --shape %s --regime %s --dtype %s --seed %llu"
-             "%s%s%s%s%s%s%s",
+             "%s%s%s%s%s%s%s%s",
              v->name, id->op, id->shape, id->regime, id->dtype, id->seed, flags,
              id->bwd ? "" : " --fwd-only",
              plugin ? " --plugin " : "", plugin ? plugin : "", o->gates_path ? " --gates " : "",
              o->gates_path ? o->gates_path : "",
-             o->allow_uncertified ? " --allow-uncertified" : "");
+             o->allow_uncertified ? " --allow-uncertified" : "", timeout);
 }
 
 /* NULL-ended list of the reference's tensors: all, or only the outputs. */
@@ -84,8 +87,9 @@ typedef struct case_ctx {
     const ra_case_spec *id;
     const ra_audit_opts *o;
     const char **outputs, **all;
-    int certified;      /* usable: certified, or allowed uncertified, and representable */
-    char unusable[512]; /* why the reference cannot be used */
+    const ra_sealed *sealed; /* c's inputs, read-only */
+    int certified;           /* usable: certified, or allowed uncertified, and representable */
+    char unusable[512];      /* why the reference cannot be used */
 } case_ctx;
 
 /* One variant on the case: rows appended. */
@@ -104,44 +108,35 @@ static ra_status audit_variant(ra_rows *rows, const ra_registry *r, const ra_var
     run.threads = x->o->threads;
     run.elapsed_ms = -1;
 
-    ra_case result;
-    ra_case_init(&result);
-    ra_status st = RA_OK;
-    int grads = 0;
-    ra_error_handler_t *prev = ra_capture_begin();
-    ra_status fst = ra_variant_run_forward(&result, v, x->c, &run);
-    char fwhy[512];
-    snprintf(fwhy, sizeof fwhy, "%s", ra_last_error());
-    ra_status bst = RA_OK;
-    char bwhy[512] = "";
-    if (fst == RA_OK && x->id->bwd && (v->caps & RA_BWD)) {
-        ra_clear_error();
-        bst = ra_variant_run_backward(&result, v, x->c, &run);
-        snprintf(bwhy, sizeof bwhy, "%s", ra_last_error());
-        grads = bst == RA_OK;
-    }
-    ra_capture_end(prev);
-
-    if (fst == RA_EUNSUPPORTED) {
-        st = ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_SKIP, "%s", fwhy);
-    } else if (fst != RA_OK) {
+    ra_outcome out;
+    ra_outcome_init(&out);
+    ra_status st =
+        ra_variant_run_guarded(&out, v, x->c, x->id->bwd, &run, &x->o->iso, x->sealed, 1);
+    const int grads = out.bwd_ran && out.bst == RA_OK;
+    if (st != RA_OK) {
+        /* the harness could not run it (no pipe, fork or memory): stop */
+    } else if (out.died[0]) {
+        st = ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_FAIL, "%s", out.died);
+    } else if (out.fst == RA_EUNSUPPORTED) {
+        st = ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_SKIP, "%s", out.fwhy);
+    } else if (out.fst != RA_OK) {
         st = ra_rows_note(rows, v->name, x->id, "-", repro, RA_VERDICT_FAIL,
-                          "forward failed (%s): %s", ra_strstatus(fst), fwhy);
+                          "forward failed (%s): %s", ra_strstatus(out.fst), out.fwhy);
     } else {
         /* Outputs (and gradients, when the backward ran) first, then a row
            for gradients that could not be had. */
         ra_check_opts co = {x->o->gates, v->name, 1, grads ? x->all : x->outputs, repro};
-        st = ra_check_compare(rows, &result, x->ref, x->id, &co);
+        st = ra_check_compare(rows, &out.result, x->ref, x->id, &co);
         if (st == RA_OK && x->id->bwd && !(v->caps & RA_BWD))
             st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_SKIP,
                               "no backward (capability bwd)");
-        else if (st == RA_OK && bst == RA_EUNSUPPORTED)
-            st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_SKIP, "%s", bwhy);
-        else if (st == RA_OK && bst != RA_OK)
+        else if (st == RA_OK && out.bst == RA_EUNSUPPORTED)
+            st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_SKIP, "%s", out.bwhy);
+        else if (st == RA_OK && out.bst != RA_OK)
             st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_FAIL,
-                              "backward failed (%s): %s", ra_strstatus(bst), bwhy);
+                              "backward failed (%s): %s", ra_strstatus(out.bst), out.bwhy);
     }
-    ra_case_clear(&result);
+    ra_outcome_clear(&out);
     return st;
 }
 
@@ -173,6 +168,12 @@ ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, c
     }
     if (st == RA_OK)
         st = expected_names(&x.all, &ref, &c, 1);
+    /* The reference has read the inputs: from here on nothing may write them. */
+    ra_sealed sealed;
+    memset(&sealed, 0, sizeof sealed);
+    if (st == RA_OK)
+        st = ra_inputs_seal(&sealed, &c);
+    x.sealed = &sealed;
     x.c = &c;
     x.ref = &ref;
     x.id = id;
@@ -184,6 +185,7 @@ ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, c
         st = audit_variant(rows, r, v, &x);
         ra_progress_add(o->progress, 1);
     }
+    ra_inputs_unseal(&sealed, &c);
     free(x.outputs);
     free(x.all);
     ra_case_clear(&ref);

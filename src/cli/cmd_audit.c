@@ -27,7 +27,7 @@ static void print_help(FILE *f)
         "                      [--dtype f32|bf16|f16|f64] [--seed N] [--FLAG]...\n"
         "                      [--fwd-only] [--plugin LIB.so]... [--gates FILE]\n"
         "                      [--threads N] [--format text|md|csv|json] [--json FILE]\n"
-        "                      [--allow-uncertified]\n"
+        "                      [--allow-uncertified] [--timeout SECONDS] [--no-isolate]\n"
         "\n"
         "Generates the case, computes its certified reference once (cached), runs every\n"
         "variant whose name matches GLOB, and prints one table of metrics per variant\n"
@@ -50,6 +50,7 @@ static void print_help(FILE *f)
         "  --format F           table format: text (default), md, csv, json\n"
         "  --json FILE          also write every verdict row as JSON ('-': stdout)\n"
         "  --allow-uncertified  use a reference below the certified bits\n"
+        RA_CLI_HELP_ISOLATION
         "  -h, --help           this help\n"
         "\n"
         "example:\n"
@@ -60,7 +61,7 @@ static const struct option audit_options[] = {
     RA_CLI_OPTION_VARIANT, RA_CLI_CASE_OPTIONS, RA_CLI_OPTION_FWD_ONLY,
     RA_CLI_OPTION_PLUGIN,  RA_CLI_OPTION_GATES, RA_CLI_OPTION_THREADS,
     RA_CLI_OPTION_FORMAT,  RA_CLI_OPTION_JSON,  RA_CLI_OPTION_ALLOW_UNCERTIFIED,
-    RA_CLI_OPTIONS_END,
+    RA_CLI_OPTION_ISOLATION, RA_CLI_OPTIONS_END,
 };
 
 /* --dtype is checked with the shape, once the required options are there. */

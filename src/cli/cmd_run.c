@@ -30,11 +30,13 @@ static void print_help(FILE *f)
         f,
         "usage: recaudit run --variant NAME CASE.safetensors -o RESULT.safetensors\n"
         "                    [--threads N] [--fwd-only] [--plugin LIB.so]...\n"
+        "                    [--timeout SECONDS] [--no-isolate]\n"
         "\n"
         "Runs one kernel variant on a case: the forward, and the backward when the\n"
         "variant has one and the case carries cotangents. Writes the outputs and\n"
         "gradients, named as in docs/gdn.md, with metadata op, variant and the\n"
-        "case's parameters.\n"
+        "case's parameters. The variant runs in a child process with read-only\n"
+        "inputs; a crash, an exit or a timeout is reported and exits 2.\n"
         "\n"
         "options:\n"
         "  --variant NAME   the variant ('recaudit list variants')\n"
@@ -42,6 +44,10 @@ static void print_help(FILE *f)
         "  --threads N      CPU threads for the variant (default: its own choice)\n"
         "  --fwd-only       skip the backward\n"
         "  --plugin LIB.so  load a variant plugin first (repeatable)\n"
+        "  --timeout S      time limit of the variant in seconds (default 600); on\n"
+        "                   expiry it is killed with SIGKILL and run exits 2\n"
+        "  --no-isolate     run the variant inside recaudit, not in a child process\n"
+        "                   (for a debugger; also RECAUDIT_NO_ISOLATE=1)\n"
         "  -h, --help       this help\n"
         "\n"
         "example:\n"
@@ -52,9 +58,13 @@ static int run(const ra_cli_args *a, const char *case_path)
 {
     const char *name = a->variant, *out_path = a->output;
     ra_registry *r = NULL;
-    ra_case c, result;
+    ra_case c;
     ra_case_init(&c);
-    ra_case_init(&result);
+    ra_outcome out;
+    ra_outcome_init(&out);
+    const ra_case *result = &out.result;
+    ra_sealed sealed;
+    memset(&sealed, 0, sizeof sealed);
     ra_status st = ra_registry_new_with_plugins(&r, a->plugins);
     const ra_variant *v = NULL;
     if (st == RA_OK && !(v = ra_registry_find(r, name))) {
@@ -72,29 +82,41 @@ static int run(const ra_cli_args *a, const char *case_path)
     memset(&rr, 0, sizeof rr);
     rr.threads = (int)a->threads;
     rr.elapsed_ms = -1;
+    ra_isolation iso;
+    ra_cli_isolation(&iso, a);
     if (st == RA_OK)
-        st = ra_variant_execute(&result, v, &c, !a->fwd_only, &rr);
+        st = ra_inputs_seal(&sealed, &c);
+    /* The variant's own messages go to stderr as it reports them. */
+    if (st == RA_OK)
+        st = ra_variant_run_guarded(&out, v, &c, !a->fwd_only, &rr, &iso, &sealed, 0);
+    if (st == RA_OK && out.died[0]) {
+        RA_REPORTF(RA_EINTERNAL, "run: variant %s: %s", name, out.died);
+        st = RA_EINTERNAL;
+    }
+    if (st == RA_OK)
+        st = out.fst != RA_OK ? out.fst : out.bst;
     if (st == RA_OK && (a->fwd_only || !(v->caps & RA_BWD)))
-        st = ra_kv_set(&result.params, "forward_only", "true");
+        st = ra_kv_set(&out.result.params, "forward_only", "true");
     if (st == RA_OK)
-        st = ra_case_save(&result, out_path);
+        st = ra_case_save(result, out_path);
     if (st == RA_OK) {
         printf("%s: %s on %s\n", out_path, name, case_path);
-        for (size_t i = 0; i < result.tensors.n; i++) {
-            const ra_tensor *t = result.tensors.items[i];
+        for (size_t i = 0; i < result->tensors.n; i++) {
+            const ra_tensor *t = result->tensors.items[i];
             char shape[128];
             ra_shape_format(shape, sizeof shape, t->ndim, t->shape);
             printf("  %-6s %-5s %s\n", t->name, ra_dtype_name(t->dtype), shape);
         }
         int grads = 0;
-        for (size_t i = 0; i < result.tensors.n; i++)
-            grads |= ra_is_gradient_of(result.tensors.items[i]->name, &c);
+        for (size_t i = 0; i < result->tensors.n; i++)
+            grads |= ra_is_gradient_of(result->tensors.items[i]->name, &c);
         if (!a->fwd_only && !grads)
             printf("  (no gradients: %s)\n", (v->caps & RA_BWD)
                                                  ? "the case carries no output cotangent"
                                                  : "the variant has no backward");
     }
-    ra_case_clear(&result);
+    ra_outcome_clear(&out);
+    ra_inputs_unseal(&sealed, &c);
     ra_case_clear(&c);
     ra_registry_free(r);
     return ra_status_exit_code(st);
@@ -102,7 +124,8 @@ static int run(const ra_cli_args *a, const char *case_path)
 
 static const struct option run_options[] = {
     RA_CLI_OPTION_VARIANT, RA_CLI_OPTION_THREADS, RA_CLI_OPTION_FWD_ONLY,
-    RA_CLI_OPTION_PLUGIN,  RA_CLI_OPTION_OUTPUT,  RA_CLI_OPTIONS_END,
+    RA_CLI_OPTION_PLUGIN,  RA_CLI_OPTION_OUTPUT,  RA_CLI_OPTION_ISOLATION,
+    RA_CLI_OPTIONS_END,
 };
 
 static const ra_cli_syntax run_syntax = {

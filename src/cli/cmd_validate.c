@@ -26,11 +26,13 @@ static void print_help(FILE *f)
             "usage: recaudit validate [--variant GLOB] [--suite quick|full|PATH]\n"
             "                         [--plugin LIB.so]... [--gates FILE] [--json FILE] [--tap]\n"
             "                         [--format text|md|csv|json] [--threads N]\n"
-            "                         [--allow-uncertified]\n"
+            "                         [--allow-uncertified] [--timeout SECONDS] [--no-isolate]\n"
             "\n"
             "Runs every variant matching GLOB on every case of the suite, compares each\n"
             "output and gradient with its certified reference (cached) and applies the\n"
-            "gates. Variants that cannot serve a case are skipped, not passed.\n"
+            "gates. Variants that cannot serve a case are skipped, not passed. Each variant\n"
+            "runs on each case in a child process with read-only inputs: a crash, an exit\n"
+            "or a timeout is that variant's FAIL row, and the run goes on.\n"
             "\n"
             "options:\n"
             "  --variant GLOB       variants (default '*')\n"
@@ -42,6 +44,7 @@ static void print_help(FILE *f)
             "  --format F           table format: text (default), md, csv, json\n"
             "  --threads N          CPU threads for the variants and references\n"
             "  --allow-uncertified  use references below the certified bits\n"
+            RA_CLI_HELP_ISOLATION
             "  -h, --help           this help\n"
             "\n"
             "example:\n"
@@ -60,6 +63,7 @@ static const struct option validate_options[] = {
     RA_CLI_OPTION_FORMAT,
     RA_CLI_OPTION_THREADS,
     RA_CLI_OPTION_ALLOW_UNCERTIFIED,
+    RA_CLI_OPTION_ISOLATION,
     RA_CLI_OPTIONS_END,
 };
 

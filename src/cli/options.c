@@ -170,6 +170,28 @@ static int add_plugin(ra_cli_args *a, const char *path)
     return 0;
 }
 
+/* --timeout SECONDS: a positive number of seconds, at most a year. */
+static int parse_timeout(double *out, const char *cmd, const char *text)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno == ERANGE || !(v > 0) || v > 31536000)
+        return ra_cli_usage_error(cmd, "--timeout expects seconds in (0, 31536000], got '%s'",
+                                  text);
+    *out = v;
+    return 0;
+}
+
+void ra_cli_isolation(ra_isolation *iso, const ra_cli_args *a)
+{
+    ra_isolation_init(iso);
+    if (a->timeout_s > 0)
+        iso->timeout_s = a->timeout_s;
+    const char *env = getenv("RECAUDIT_NO_ISOLATE");
+    iso->in_process = a->no_isolate || (env && *env && strcmp(env, "0") != 0);
+}
+
 /* A code in a command's table that nothing handles: a bug of the table. */
 static int no_handler(const char *cmd, int c)
 {
@@ -210,6 +232,11 @@ static int shared_option(ra_cli_args *a, int c, const char *arg)
         return 0;
     case RA_CLI_PLUGIN:
         return add_plugin(a, arg);
+    case RA_CLI_NO_ISOLATE:
+        a->no_isolate = 1;
+        return 0;
+    case RA_CLI_TIMEOUT:
+        return parse_timeout(&a->timeout_s, cmd, arg);
     case RA_CLI_SEED:
         return ra_cli_parse_u64(&a->seed, cmd, "--seed", arg);
     case RA_CLI_THREADS:
@@ -418,6 +445,7 @@ ra_status ra_cli_audit_begin(ra_cli_audit *s, const ra_cli_args *a)
     s->o.gates_path = a->gates;
     s->o.allow_uncertified = a->allow_uncertified;
     s->o.threads = (int)a->threads;
+    ra_cli_isolation(&s->o.iso, a);
     RA_TRY(ra_cli_json_not_input(a, NULL));
     RA_TRY(ra_registry_new_with_plugins(&s->r, a->plugins));
     return ra_gates_load(&s->gates, a->gates);

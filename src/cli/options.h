@@ -51,6 +51,8 @@ enum {
     RA_CLI_THREADS,
     RA_CLI_ALLOW_UNCERTIFIED,
     RA_CLI_FWD_ONLY,
+    RA_CLI_TIMEOUT,
+    RA_CLI_NO_ISOLATE,
     /* --NAME for generation flag i of the operations' tables (--h0,
        --l2norm for gdn): added by ra_cli_parse to every command whose
        table has --op, so the flags come from the operation table */
@@ -75,6 +77,16 @@ enum {
 #define RA_CLI_OPTION_THREADS  RA_CLI_ENTRY_("threads", required_argument, RA_CLI_THREADS)
 #define RA_CLI_OPTION_FWD_ONLY RA_CLI_ENTRY_("fwd-only", no_argument, RA_CLI_FWD_ONLY)
 #define RA_CLI_OPTION_OUTPUT   RA_CLI_ENTRY_("output", required_argument, 'o')
+/* How variants run: a child process per run, its time limit (src/audit/isolate.h). */
+#define RA_CLI_OPTION_ISOLATION \
+    RA_CLI_ENTRY_("timeout", required_argument, RA_CLI_TIMEOUT), \
+    RA_CLI_ENTRY_("no-isolate", no_argument, RA_CLI_NO_ISOLATE)
+/* Their help lines. */
+#define RA_CLI_HELP_ISOLATION \
+    "  --timeout SECONDS    limit of one variant run on one case (default 600); on\n" \
+    "                       expiry the run is killed and its row fails\n" \
+    "  --no-isolate         run variants inside recaudit, not in a child process\n" \
+    "                       (for a debugger; also RECAUDIT_NO_ISOLATE=1)\n"
 #define RA_CLI_OPTION_ALLOW_UNCERTIFIED \
     RA_CLI_ENTRY_("allow-uncertified", no_argument, RA_CLI_ALLOW_UNCERTIFIED)
 /* The options that describe a generated case (`recaudit gen`'s); the
@@ -133,6 +145,8 @@ typedef struct ra_cli_args {
     ra_format fmt;                               /* the format (RA_FMT_TEXT) */
     long threads;                                /* 0: not given */
     int allow_uncertified, fwd_only;
+    double timeout_s; /* --timeout (0: not given) */
+    int no_isolate;   /* --no-isolate */
     const char **plugins; /* NULL-terminated --plugin list, NULL when none */
     size_t nplugins;
 } ra_cli_args;
@@ -192,6 +206,10 @@ int ra_cli_case_spec(ra_case_spec *s, ra_cli_args *a);
    matches (with a's plugins); 0, or 2 after a usage error of cmd (no
    variant matches, or variants of several operations do). */
 int ra_cli_op_of_variants(ra_cli_args *a, const char *cmd);
+
+/* How a's command runs variants: --timeout (default RA_TIMEOUT_DEFAULT_S),
+   in process under --no-isolate or RECAUDIT_NO_ISOLATE=1. */
+void ra_cli_isolation(ra_isolation *iso, const ra_cli_args *a);
 
 /* --- the audit commands' pipeline ------------------------------------------ */
 
