@@ -6,3 +6,5 @@ TESTS += tests/cli-basics.sh tests/cli-gen.sh tests/cli-inspect.sh
 EXTRA_DIST += tests/cli-lib.sh tests/cli-basics.sh tests/cli-gen.sh tests/cli-inspect.sh
 recaudit_SOURCES += src/cli/cmd_run.c src/cli/cmd_check.c src/cli/cmd_audit.c src/cli/cmd_validate.c
 recaudit_SOURCES += src/cli/cmd_ref.c src/cli/cmd_gradcheck.c src/cli/cmd_bench_ref.c
+TESTS += tests/glr-cli.sh
+EXTRA_DIST += tests/glr-cli.sh

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/metrics.h"
+#include "core/case_check.h"
 
 /*
  * One validation routine for every consumer: a reference, a CPU variant and
@@ -79,36 +79,6 @@ void ra_gdn_shape_format(char *buf, size_t len, const ra_gdn_shape *s)
              (long long)s->V);
 }
 
-/* Checks t's shape against the expected dims; the message names the axis. */
-static ra_status check_shape(const ra_tensor *t, int ndim, const int64_t *want,
-                             const char *const *axes, const char *what)
-{
-    char have[128], exp[128];
-    ra_shape_format(have, sizeof have, t->ndim, t->shape);
-    ra_shape_format(exp, sizeof exp, ndim, want);
-    if (t->ndim != ndim)
-        RA_ERRORF(RA_EINVAL, "%s: tensor '%s' has shape %s, expected %d dims %s", what, t->name,
-                  have, ndim, exp);
-    for (int i = 0; i < ndim; i++)
-        if (t->shape[i] != want[i])
-            RA_ERRORF(RA_EINVAL, "%s: tensor '%s' axis %d (%s) is %lld, expected %lld (shape %s, expected %s)",
-                      what, t->name, i, axes[i], (long long)t->shape[i], (long long)want[i], have,
-                      exp);
-    return RA_OK;
-}
-
-static ra_status check_finite(const ra_tensor *t, const char *what)
-{
-    int64_t i = ra_tensor_find_nonfinite(t);
-    if (i < 0)
-        return RA_OK;
-    char idx[128];
-    ra_index_format(idx, sizeof idx, i, t->ndim, t->shape);
-    double v = ra_tensor_get(t, i);
-    RA_ERRORF(RA_EINVAL, "%s: tensor '%s' element %s is %s", what, t->name, idx,
-              isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"));
-}
-
 ra_status ra_gdn_problem_init(ra_gdn_problem *p, const ra_case *c, unsigned flags,
                               const char *what)
 {
@@ -135,29 +105,29 @@ ra_status ra_gdn_problem_init(ra_gdn_problem *p, const ra_case *c, unsigned flag
                       *gate_axes[] = {"B", "T", "Hv"}, *state_axes[] = {"B", "Hv", "K", "V"};
     const int64_t qk[4] = {s.B, s.T, s.Hk, s.K}, vv[4] = {s.B, s.T, s.Hv, s.V},
                   gate[3] = {s.B, s.T, s.Hv}, state[4] = {s.B, s.Hv, s.K, s.V};
-    RA_TRY(check_shape(k, 4, qk, qk_axes, what));
-    RA_TRY(check_shape(v, 4, vv, v_axes, what));
+    RA_TRY(ra_case_check_shape(k, 4, qk, qk_axes, what));
+    RA_TRY(ra_case_check_shape(v, 4, vv, v_axes, what));
     if (s.Hv % s.Hk != 0)
         RA_ERRORF(RA_EINVAL, "%s: Hv=%lld (tensor 'v' axis 2) is not a multiple of Hk=%lld (tensor 'q' axis 2)",
                   what, (long long)s.Hv, (long long)s.Hk);
-    RA_TRY(check_shape(g, 3, gate, gate_axes, what));
-    RA_TRY(check_shape(beta, 3, gate, gate_axes, what));
+    RA_TRY(ra_case_check_shape(g, 3, gate, gate_axes, what));
+    RA_TRY(ra_case_check_shape(beta, 3, gate, gate_axes, what));
     p->h0 = ra_tensors_find(&c->tensors, "h0");
     if (p->h0)
-        RA_TRY(check_shape(p->h0, 4, state, state_axes, what));
+        RA_TRY(ra_case_check_shape(p->h0, 4, state, state_axes, what));
     p->do_ = ra_tensors_find(&c->tensors, "do");
     p->dht = ra_tensors_find(&c->tensors, "dht");
     if ((flags & RA_GDN_NEED_COTANGENTS) && !p->do_)
         RA_ERRORF(RA_ENOTFOUND, "%s: missing tensor 'do' (the output cotangent the backward needs)",
                   what);
     if (p->do_)
-        RA_TRY(check_shape(p->do_, 4, vv, v_axes, what));
+        RA_TRY(ra_case_check_shape(p->do_, 4, vv, v_axes, what));
     if (p->dht)
-        RA_TRY(check_shape(p->dht, 4, state, state_axes, what));
+        RA_TRY(ra_case_check_shape(p->dht, 4, state, state_axes, what));
     const ra_tensor *all[] = {q, k, v, g, beta, p->h0, p->do_, p->dht};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
-            RA_TRY(check_finite(all[i], what));
+            RA_TRY(ra_case_check_finite(all[i], what));
 
     RA_TRY(ra_case_param_bool(&p->l2norm, c, "l2norm", 0));
     RA_TRY(ra_case_param_double(&p->scale, c, "scale", 1.0 / sqrt((double)s.K)));

@@ -16,8 +16,9 @@
  */
 
 extern const ra_op ra_op_gdn;
+extern const ra_op ra_op_glr;
 
-static const ra_op *const ops[] = {&ra_op_gdn, NULL};
+static const ra_op *const ops[] = {&ra_op_gdn, &ra_op_glr, NULL};
 
 const ra_op *const *ra_ops(void) { return ops; }
 

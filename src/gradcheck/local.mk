@@ -1,7 +1,8 @@
 # Gradient checks: the finite-difference engine (element-wise, directional,
 # the VJP/JVP dot test) and each operation's hooks into its MPFR reference.
 librecaudit_a_SOURCES += src/gradcheck/gradcheck.h src/gradcheck/fd.c \
-	src/gradcheck/gdn_gc.c src/gradcheck/gdn_gc.h
+	src/gradcheck/gdn_gc.c src/gradcheck/gdn_gc.h \
+	src/gradcheck/glr_gc.c src/gradcheck/glr_gc.h
 
 check_PROGRAMS += tests/t-gradcheck
 TESTS += tests/t-gradcheck
