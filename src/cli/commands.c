@@ -14,6 +14,7 @@ const ra_command ra_commands[] = {
     {"validate", ra_cmd_validate, "run variants over a suite grid and apply the gates (CI verdict)"},
     {"ref", ra_cmd_ref, "certified MPFR reference of a case (outputs, gradients, bits)"},
     {"gradcheck", ra_cmd_gradcheck, "prove gradients against high-precision finite differences"},
+    {"derive", ra_cmd_derive, "every closed-form gradient formula, shipped or published, against FD"},
     {"bench-ref", ra_cmd_bench_ref, "MPFR reference speed: op rate vs bare mpfr_fma, wall time"},
     {NULL, NULL, NULL},
 };

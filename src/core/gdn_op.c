@@ -184,4 +184,5 @@ const ra_op ra_op_gdn = {
     .supports = supports,
     .ref = &ra_ref_op_gdn,
     .gradcheck = &ra_gc_op_gdn,
+    .derive = ra_gdn_derive_sets,
 };

@@ -96,4 +96,5 @@ const ra_op ra_op_glr = {
     .supports = supports,
     .ref = &ra_ref_op_glr,
     .gradcheck = &ra_gc_op_glr,
+    .derive = ra_glr_derive_sets,
 };

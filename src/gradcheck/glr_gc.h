@@ -11,4 +11,9 @@ extern const ra_gc_op ra_gc_op_glr;
    checks of a published dh recursion.  No reference backward. */
 extern const ra_gc_op ra_gc_op_glr_state;
 
+/* The formula sets of docs/glr.md (shipped) and seed 000 (published),
+   glr_derive.c. */
+struct ra_derive_set;
+extern const struct ra_derive_set *const ra_glr_derive_sets[];
+
 #endif
