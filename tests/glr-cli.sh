@@ -22,6 +22,7 @@ for flag in "" --linear; do
     fi
     expect_status 0 gradcheck --op glr $flag --mode directional --regime long-memory
 done
+expect_status 0 validate --suite quick --variant 'glr.*' && expect_grep out ' 0 failed, 0 skipped$' "glr quick rows pass"
 expect_status 2 gen --op glr --shape B=1,T=9,H=2,S=3 -o x.safetensors && expect_grep err 'missing D' "shape field"
 expect_status 2 gen --op glr --shape B=1,T=9,H=2,S=3,D=2 --regime default -o x.safetensors
 expect_status 2 gen --op glr --shape B=1,T=9,H=2,S=3,D=2 --h0 -o x.safetensors

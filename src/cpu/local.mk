@@ -5,7 +5,8 @@ librecaudit_a_SOURCES += src/cpu/cpu.h src/cpu/variants.c \
 	src/cpu/gdn_impl.h src/cpu/gdn_f32.c src/cpu/gdn_f64.c \
 	src/cpu/gdn_tmpl_linalg.h src/cpu/gdn_tmpl_inverse.h src/cpu/gdn_tmpl_head.h \
 	src/cpu/gdn_tmpl_seq.h src/cpu/gdn_tmpl_chunk.h src/cpu/gdn_tmpl_chunk_bwd.h \
-	src/cpu/gdn_tmpl_driver.h
+	src/cpu/gdn_tmpl_driver.h \
+	src/cpu/glr_variants.h src/cpu/glr_variants.c
 
 check_PROGRAMS += tests/t-cpu-gdn tests/t-cpu-faults
 TESTS += tests/t-cpu-gdn tests/t-cpu-faults

@@ -10,12 +10,14 @@
 #include "cpu/cpu.h"
 
 #include "cpu/gdn_variants.h"
+#include "cpu/glr_variants.h"
 
 static const struct {
     const ra_variant *rows;
     const size_t *n;
 } tables[] = {
     {ra_cpu_gdn_variants, &ra_cpu_gdn_nvariants},
+    {ra_cpu_glr_variants, &ra_cpu_glr_nvariants},
 };
 
 #define NTABLES (sizeof tables / sizeof tables[0])
