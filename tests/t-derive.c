@@ -1,4 +1,5 @@
-/* Tests of the derivation checks: a wrong formula fails, its corrected form holds, the report says so. */
+/* Tests of the derivation checks: a wrong formula fails, its corrected form holds, the report says
+ * so. */
 #include <config.h>
 
 #include <stdio.h>
@@ -57,8 +58,8 @@ static const ra_derive_case cases[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-static const ra_derive_set set = {"test set", "tests/t-derive.c", 1, &ra_gc_op_glr_state,
-                                  formulas, cases, eval};
+static const ra_derive_set set = {
+    "test set", "tests/t-derive.c", 1, &ra_gc_op_glr_state, formulas, cases, eval};
 
 START_TEST(special_verdicts)
 {

@@ -1,4 +1,5 @@
-/* Tests of the glr MPFR reference and case code: closed forms, a naive transcription, FD, refusals. */
+/* Tests of the glr MPFR reference and case code: closed forms, a naive transcription, FD, refusals.
+ */
 #include <config.h>
 
 #include <math.h>
@@ -188,15 +189,21 @@ START_TEST(special_zero_decay)
                         for (int64_t u = 0; u < s.T; u++) {
                             /* o: u <= t; dv: partner time u >= t */
                             if (u <= t) {
-                                mpfr_set_d(x, X(&c, "c", ra_glr_bs_index(&s, 0, t, h, i)), MPFR_RNDN);
-                                mpfr_mul_d(x, x, X(&c, "b", ra_glr_bs_index(&s, 0, u, h, i)), MPFR_RNDN);
-                                mpfr_mul_d(x, x, X(&c, "v", ra_glr_vd_index(&s, 0, u, h, d)), MPFR_RNDN);
+                                mpfr_set_d(x, X(&c, "c", ra_glr_bs_index(&s, 0, t, h, i)),
+                                           MPFR_RNDN);
+                                mpfr_mul_d(x, x, X(&c, "b", ra_glr_bs_index(&s, 0, u, h, i)),
+                                           MPFR_RNDN);
+                                mpfr_mul_d(x, x, X(&c, "v", ra_glr_vd_index(&s, 0, u, h, d)),
+                                           MPFR_RNDN);
                                 mpfr_add(o, o, x, MPFR_RNDN);
                             }
                             if (u >= t) {
-                                mpfr_set_d(x, X(&c, "b", ra_glr_bs_index(&s, 0, t, h, i)), MPFR_RNDN);
-                                mpfr_mul_d(x, x, X(&c, "c", ra_glr_bs_index(&s, 0, u, h, i)), MPFR_RNDN);
-                                mpfr_mul_d(x, x, X(&c, "do", ra_glr_vd_index(&s, 0, u, h, d)), MPFR_RNDN);
+                                mpfr_set_d(x, X(&c, "b", ra_glr_bs_index(&s, 0, t, h, i)),
+                                           MPFR_RNDN);
+                                mpfr_mul_d(x, x, X(&c, "c", ra_glr_bs_index(&s, 0, u, h, i)),
+                                           MPFR_RNDN);
+                                mpfr_mul_d(x, x, X(&c, "do", ra_glr_vd_index(&s, 0, u, h, d)),
+                                           MPFR_RNDN);
                                 mpfr_add(dv, dv, x, MPFR_RNDN);
                             }
                         }
@@ -213,12 +220,14 @@ START_TEST(special_zero_decay)
                         mpfr_set_zero(hp, 1);
                         for (int64_t u = t; u < s.T; u++) {
                             mpfr_set_d(y, X(&c, "c", ra_glr_bs_index(&s, 0, u, h, i)), MPFR_RNDN);
-                            mpfr_mul_d(y, y, X(&c, "do", ra_glr_vd_index(&s, 0, u, h, d)), MPFR_RNDN);
+                            mpfr_mul_d(y, y, X(&c, "do", ra_glr_vd_index(&s, 0, u, h, d)),
+                                       MPFR_RNDN);
                             mpfr_add(lam, lam, y, MPFR_RNDN);
                         }
                         for (int64_t u = 0; u < t; u++) {
                             mpfr_set_d(y, X(&c, "b", ra_glr_bs_index(&s, 0, u, h, i)), MPFR_RNDN);
-                            mpfr_mul_d(y, y, X(&c, "v", ra_glr_vd_index(&s, 0, u, h, d)), MPFR_RNDN);
+                            mpfr_mul_d(y, y, X(&c, "v", ra_glr_vd_index(&s, 0, u, h, d)),
+                                       MPFR_RNDN);
                             mpfr_add(hp, hp, y, MPFR_RNDN);
                         }
                         mpfr_mul(y, lam, hp, MPFR_RNDN);
@@ -335,7 +344,7 @@ static void naive(ra_glr_out *w, const ra_case *c, const ra_glr_shape *s, ra_glr
     ck_assert_int_eq(ra_mparr_init(&lam, (size_t)(S * D), P), RA_OK);
     mpfr_t x, y, z;
     mpfr_inits2(P, x, y, z, (mpfr_ptr)0);
-#define HS(t, i, d) (hs.x + ((t) * S + (i)) * D + (d))
+#define HS(t, i, d) (hs.x + ((t)*S + (i)) * D + (d))
     for (int64_t b = 0; b < s->B; b++)
         for (int64_t h = 0; h < s->H; h++) {
             ra_mp_zero(hs.x, hs.n);
@@ -364,7 +373,8 @@ static void naive(ra_glr_out *w, const ra_case *c, const ra_glr_shape *s, ra_glr
                 for (int64_t d = 0; d < D; d++)
                     for (int64_t i = 0; i < S; i++) {
                         mpfr_ptr o = w->o.x + ra_glr_vd_index(s, b, t - 1, h, d);
-                        mpfr_mul_d(x, HS(t, i, d), X(c, "c", ra_glr_bs_index(s, b, t - 1, h, i)), MPFR_RNDN);
+                        mpfr_mul_d(x, HS(t, i, d), X(c, "c", ra_glr_bs_index(s, b, t - 1, h, i)),
+                                   MPFR_RNDN);
                         mpfr_add(o, o, x, MPFR_RNDN);
                     }
             for (int64_t t = T; t >= 1; t--) {
@@ -406,13 +416,15 @@ static void naive(ra_glr_out *w, const ra_case *c, const ra_glr_shape *s, ra_glr
                             mpfr_sub(w->dg.x + ra_glr_gate_index(s, b, tt, h),
                                      w->dg.x + ra_glr_gate_index(s, b, tt, h), x, MPFR_RNDN);
                             mpfr_mul_d(x, x, gt, MPFR_RNDN);
-                            mpfr_sub(w->dA_log.x + h * S + i, w->dA_log.x + h * S + i, x, MPFR_RNDN);
+                            mpfr_sub(w->dA_log.x + h * S + i, w->dA_log.x + h * S + i, x,
+                                     MPFR_RNDN);
                         } else {
                             mpfr_mul_d(x, y, A, MPFR_RNDN);
                             mpfr_add(w->dg.x + ra_glr_gate_index(s, b, tt, h),
                                      w->dg.x + ra_glr_gate_index(s, b, tt, h), x, MPFR_RNDN);
                             mpfr_mul_d(x, y, gt, MPFR_RNDN);
-                            mpfr_add(w->dA_log.x + h * S + i, w->dA_log.x + h * S + i, x, MPFR_RNDN);
+                            mpfr_add(w->dA_log.x + h * S + i, w->dA_log.x + h * S + i, x,
+                                     MPFR_RNDN);
                         }
                     }
                 }

@@ -1,4 +1,5 @@
-/* `recaudit derive`: every closed-form gradient formula, shipped or published, against finite differences. */
+/* `recaudit derive`: every closed-form gradient formula, shipped or published, against finite
+ * differences. */
 #include <config.h>
 
 #include <errno.h>
@@ -135,8 +136,8 @@ static int parse_args(derive_args *a, int argc, char **argv)
 
 static ra_status print_rows(const ra_derive_row *rows, size_t n, ra_format fmt)
 {
-    static const char *const headers[] = {"set",    "formula", "kind",       "parameterisation",
-                                          "digits", "verdict", "corrected_digits"};
+    static const char *const headers[] = {
+        "set", "formula", "kind", "parameterisation", "digits", "verdict", "corrected_digits"};
     ra_table *t;
     RA_TRY(ra_table_new(&t, 7, headers));
     ra_status st = RA_OK;
@@ -146,8 +147,10 @@ static ra_status print_rows(const ra_derive_row *rows, size_t n, ra_format fmt)
         snprintf(dig, sizeof dig, "%.1f", r->digits);
         if (r->corr_digits >= 0)
             snprintf(corr, sizeof corr, "%.1f", r->corr_digits);
-        const char *cells[] = {r->set->name, r->f->written, r->set->shipped ? "shipped" : "published",
-                               r->cs->label, dig, r->holds ? "holds" : "FAILS", corr};
+        const char *cells[] = {
+            r->set->name, r->f->written, r->set->shipped ? "shipped" : "published",
+            r->cs->label, dig,           r->holds ? "holds" : "FAILS",
+            corr};
         st = ra_table_add_row(t, cells);
     }
     if (st == RA_OK)

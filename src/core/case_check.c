@@ -1,4 +1,5 @@
-/* Checks every operation's case validator shares: shapes by axis, finiteness by index, KEY=VALUE shapes. */
+/* Checks every operation's case validator shares: shapes by axis, finiteness by index, KEY=VALUE
+ * shapes. */
 #include "core/case_check.h"
 
 #include <errno.h>
@@ -25,7 +26,8 @@ ra_status ra_case_check_shape(const ra_tensor *t, int ndim, const int64_t *want,
                   have, ndim, exp);
     for (int i = 0; i < ndim; i++)
         if (t->shape[i] != want[i])
-            RA_ERRORF(RA_EINVAL, "%s: tensor '%s' axis %d (%s) is %lld, expected %lld (shape %s, expected %s)",
+            RA_ERRORF(RA_EINVAL,
+                      "%s: tensor '%s' axis %d (%s) is %lld, expected %lld (shape %s, expected %s)",
                       what, t->name, i, axes[i], (long long)t->shape[i], (long long)want[i], have,
                       exp);
     return RA_OK;
@@ -66,8 +68,8 @@ ra_status ra_shape_kv_parse(int64_t *val, int *seen, const char *text, const cha
         if (k < 0) {
             char known[128] = "";
             for (int i = 0; i < nkeys; i++)
-                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
-                         i ? ", " : "", keys[i]);
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                         keys[i]);
             RA_ERRORF(RA_EINVAL, "--shape '%s': unknown key '%.*s' (%s)", text, (int)(eq - p), p,
                       known);
         }

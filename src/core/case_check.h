@@ -1,4 +1,5 @@
-/* Checks every operation's case validator shares: shapes by axis, finiteness by index, KEY=VALUE shapes. */
+/* Checks every operation's case validator shares: shapes by axis, finiteness by index, KEY=VALUE
+ * shapes. */
 #ifndef RA_CORE_CASE_CHECK_H
 #define RA_CORE_CASE_CHECK_H
 

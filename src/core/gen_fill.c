@@ -104,4 +104,3 @@ ra_status ra_gen_add_tensor(ra_case *c, const char *name, ra_dtype dt, int ndim,
     RA_TRY(ra_tensors_new(&c->tensors, &t, name, dt, ndim, shape));
     return fill(t, seed, &d);
 }
-

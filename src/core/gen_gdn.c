@@ -148,7 +148,8 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
     const int64_t qk[4] = {s->B, s->T, s->Hk, s->K}, vv[4] = {s->B, s->T, s->Hv, s->V},
                   gate[3] = {s->B, s->T, s->Hv}, state[4] = {s->B, s->Hv, s->K, s->V};
     const ra_draw keys =
-        rg->keys == KEYS_UNIFORM ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, 0, 0} : (ra_draw){RA_DRAW_NORMAL, 1.0, s->K, 0};
+        rg->keys == KEYS_UNIFORM ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, 0, 0}
+                                 : (ra_draw){RA_DRAW_NORMAL, 1.0, s->K, 0};
     ra_draw g = {RA_DRAW_LOGSIGMOID, 0.0, 0, 0};
     switch (rg->gate) {
     case GATE_LOGSIGMOID:
@@ -163,11 +164,13 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
     const uint64_t seed = spec->seed;
     RA_TRY(ra_gen_add_tensor(c, "q", dt, 4, qk, seed, keys));
     RA_TRY(ra_gen_add_tensor(c, "k", dt, 4, qk, seed, keys));
-    RA_TRY(ra_gen_add_tensor(c, "v", dt, 4, vv, seed, (ra_draw){RA_DRAW_NORMAL, rg->v_scale, 0, 0}));
+    RA_TRY(ra_gen_add_tensor(c, "v", dt, 4, vv, seed,
+                             (ra_draw){RA_DRAW_NORMAL, rg->v_scale, 0, 0}));
     RA_TRY(ra_gen_add_tensor(c, "g", st, 3, gate, seed, g));
     RA_TRY(ra_gen_add_tensor(c, "beta", st, 3, gate, seed, (ra_draw){RA_DRAW_SIGMOID, 0.0, 0, 0}));
     if (spec->flags & RA_GDN_FLAG_H0)
-        RA_TRY(ra_gen_add_tensor(c, "h0", st, 4, state, seed, (ra_draw){RA_DRAW_NORMAL, rg->h0_scale, 0, 0}));
+        RA_TRY(ra_gen_add_tensor(c, "h0", st, 4, state, seed,
+                                 (ra_draw){RA_DRAW_NORMAL, rg->h0_scale, 0, 0}));
     RA_TRY(ra_gen_add_tensor(c, "do", dt, 4, vv, seed, (ra_draw){RA_DRAW_NORMAL, 1.0, 0, 0}));
     RA_TRY(ra_gen_add_tensor(c, "dht", st, 4, state, seed, (ra_draw){RA_DRAW_NORMAL, 1.0, 0, 0}));
     return RA_OK;

@@ -22,8 +22,8 @@ ra_status ra_glr_shape_parse(ra_glr_shape *s, const char *text)
     RA_TRY(ra_shape_kv_parse(val, seen, text, shape_keys, 5, SHAPE_EXAMPLE));
     for (int i = 0; i < 5; i++)
         if (!seen[i])
-            RA_ERRORF(RA_EINVAL, "--shape '%s': missing %s (expected e.g. " SHAPE_EXAMPLE ")",
-                      text, shape_keys[i]);
+            RA_ERRORF(RA_EINVAL, "--shape '%s': missing %s (expected e.g. " SHAPE_EXAMPLE ")", text,
+                      shape_keys[i]);
     s->B = val[0], s->T = val[1], s->H = val[2], s->S = val[3], s->D = val[4];
     return RA_OK;
 }
@@ -49,8 +49,7 @@ ra_status ra_glr_decay_parse(ra_glr_decay *d, const char *text)
 
 const char *ra_glr_decay_name(ra_glr_decay d) { return decay_names[d == RA_GLR_LINEAR]; }
 
-ra_status ra_glr_problem_init(ra_glr_problem *p, const ra_case *c, unsigned flags,
-                              const char *what)
+ra_status ra_glr_problem_init(ra_glr_problem *p, const ra_case *c, unsigned flags, const char *what)
 {
     memset(p, 0, sizeof *p);
     if (!what)

@@ -1,4 +1,5 @@
-/* The CPU glr variants: fp32 sequential with stored states, and chunked with recomputed chunk states. */
+/* The CPU glr variants: fp32 sequential with stored states, and chunked with recomputed chunk
+ * states. */
 
 /*
  * Both read the case's inputs widened to fp32 (HyMo's wrapper casts
@@ -131,11 +132,11 @@ static int store_run(const head *h, int backward)
 /* --- chunked, chunk states recomputed ----------------------------------------------------- */
 
 typedef struct chunk_ws {
-    float *L;    /* [C+1, S]: L[0] = 0, L[i] after step i of the chunk */
-    float *hs;   /* [C+1, S, D]: the chunk's states, hs[0] = H */
-    float *lam;  /* [C, S, D] */
-    float *Hs;   /* [nchunks + 1, S, D]: chunk start states (backward) */
-    float *dH;   /* [S, D] */
+    float *L;   /* [C+1, S]: L[0] = 0, L[i] after step i of the chunk */
+    float *hs;  /* [C+1, S, D]: the chunk's states, hs[0] = H */
+    float *lam; /* [C, S, D] */
+    float *Hs;  /* [nchunks + 1, S, D]: chunk start states (backward) */
+    float *dH;  /* [S, D] */
 } chunk_ws;
 
 /* L for the chunk starting at t0 with n steps (log decays summed in fp32). */
@@ -305,8 +306,8 @@ static ra_status glr_run(const ra_cpu_glr_cfg *cfg, const ra_case *c, ra_tensors
     const int64_t B = p.s.B, T = p.s.T, H = p.s.H, S = p.s.S, D = p.s.D;
     const size_t nV = (size_t)(B * T * H * D), nS = (size_t)(B * T * H * S),
                  nG = (size_t)(B * T * H);
-    const size_t sizes[NBUF] = {nV, nS, nS, nG, (size_t)(H * S), nV, nV, nV, nS, nS, nG,
-                                (size_t)(B * H * S)};
+    const size_t sizes[NBUF] = {nV, nS, nS, nG, (size_t)(H * S),    nV, nV,
+                                nV, nS, nS, nG, (size_t)(B * H * S)};
     float *f[NBUF] = {NULL};
     int fail = 0;
     for (int i = 0; i < NBUF; i++)
@@ -348,8 +349,7 @@ static ra_status glr_run(const ra_cpu_glr_cfg *cfg, const ra_case *c, ra_tensors
         RA_REPORTF(st, "cpu glr: cannot allocate a per-head workspace (T=%lld, S=%lld, D=%lld)",
                    (long long)T, (long long)S, (long long)D);
     ra_tensor *t;
-    const int64_t vd[4] = {B, T, H, D}, bs[4] = {B, T, H, S}, gate[3] = {B, T, H},
-                  aa[2] = {H, S};
+    const int64_t vd[4] = {B, T, H, D}, bs[4] = {B, T, H, S}, gate[3] = {B, T, H}, aa[2] = {H, S};
     if (st == RA_OK && !backward && (st = ra_tensors_new(out, &t, "o", RA_F32, 4, vd)) == RA_OK)
         scatter(t, f[F_O], B, T, H, D);
     if (st == RA_OK && backward && (st = ra_tensors_new(out, &t, "dv", RA_F32, 4, vd)) == RA_OK)
@@ -360,8 +360,7 @@ static ra_status glr_run(const ra_cpu_glr_cfg *cfg, const ra_case *c, ra_tensors
         scatter(t, f[F_DC], B, T, H, S);
     if (st == RA_OK && backward && (st = ra_tensors_new(out, &t, "dg", RA_F32, 3, gate)) == RA_OK)
         scatter(t, f[F_DG], B, T, H, 1);
-    if (st == RA_OK && backward &&
-        (st = ra_tensors_new(out, &t, "dA_log", RA_F32, 2, aa)) == RA_OK)
+    if (st == RA_OK && backward && (st = ra_tensors_new(out, &t, "dA_log", RA_F32, 2, aa)) == RA_OK)
         for (int64_t i = 0; i < H * S; i++) { /* the batch sum, in increasing b */
             float acc = 0;
             for (int64_t b = 0; b < B; b++)
@@ -373,8 +372,7 @@ static ra_status glr_run(const ra_cpu_glr_cfg *cfg, const ra_case *c, ra_tensors
     return st;
 }
 
-static ra_status forward_row(const ra_variant *self, const ra_case *c, ra_tensors *out,
-                             ra_run *run)
+static ra_status forward_row(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
 {
     return glr_run(self->data, c, out, run, 0);
 }
@@ -386,13 +384,17 @@ static ra_status backward_row(const ra_variant *self, const ra_case *c, ra_tenso
 }
 
 #define ROW(name, pclass, cfg, doc)                                                                \
-    {name, "glr", doc, RA_CPU, pclass, RA_FWD | RA_BWD, cfg, forward_row, backward_row}
+    {                                                                                              \
+        name, "glr", doc, RA_CPU, pclass, RA_FWD | RA_BWD, cfg, forward_row, backward_row          \
+    }
 
 const ra_variant ra_cpu_glr_variants[] = {
     ROW("glr.cpu.f32.store", "f32", (&(const ra_cpu_glr_cfg){RA_CPU_GLR_STORE, 0}),
-        "sequential recurrence in fp32 (fmaf, expf); the backward stores every h_t (HyMo's kernel)"),
+        "sequential recurrence in fp32 (fmaf, expf); the backward stores every h_t (HyMo's "
+        "kernel)"),
     ROW("glr.cpu.chunk64.f32.recompute", "ieee", (&(const ra_cpu_glr_cfg){RA_CPU_GLR_CHUNK, 64}),
-        "chunked C=64 in fp32, in-chunk cumulative log decay; the backward recomputes chunk states"),
+        "chunked C=64 in fp32, in-chunk cumulative log decay; the backward recomputes chunk "
+        "states"),
 };
 
 const size_t ra_cpu_glr_nvariants = sizeof ra_cpu_glr_variants / sizeof ra_cpu_glr_variants[0];

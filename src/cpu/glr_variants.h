@@ -1,4 +1,5 @@
-/* The CPU glr variants: fp32 sequential with stored states, and chunked with recomputed chunk states. */
+/* The CPU glr variants: fp32 sequential with stored states, and chunked with recomputed chunk
+ * states. */
 #ifndef RA_CPU_GLR_VARIANTS_H
 #define RA_CPU_GLR_VARIANTS_H
 

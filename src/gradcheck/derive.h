@@ -35,8 +35,8 @@ typedef struct ra_derive_formula {
 } ra_derive_formula;
 
 typedef struct ra_derive_case {
-    const char *label;  /* the parameterisation, for the report: "decay=expneg" */
-    const char *shape;  /* generated case: shape, regime, op flags (space separated) */
+    const char *label; /* the parameterisation, for the report: "decay=expneg" */
+    const char *shape; /* generated case: shape, regime, op flags (space separated) */
     const char *regime;
     const char *flags;
 } ra_derive_case;
@@ -45,7 +45,7 @@ typedef struct ra_derive_set {
     const char *name;   /* "glr, seed 000" */
     const char *source; /* file and section */
     int shipped;
-    const ra_gc_op *gc; /* finite-difference hooks; gc->name is the operation */
+    const ra_gc_op *gc;                /* finite-difference hooks; gc->name is the operation */
     const ra_derive_formula *formulas; /* ends with a NULL input */
     const ra_derive_case *cases;       /* ends with a NULL label */
     /* Every formula of the set on case c, as written (corrected = 0) or

@@ -89,7 +89,7 @@ static ra_status eval(ra_mparr *grads, const ra_gc_layout *io, const ra_case *c,
              n2 = w.sc.x + 5, nrm = w.sc.x + 6, beta = w.sc.x + 7, dot = w.sc.x + 8;
     ra_gdn_params(scale, eps, &d.in);
     ra_mparr *dq = &grads[RA_GDN_Q], *dk = &grads[RA_GDN_K];
-#define SS(t, i, j) (w.S.x + (t) * KV + (i) * V + (j))
+#define SS(t, i, j) (w.S.x + (t)*KV + (i)*V + (j))
     for (int64_t b = 0; b < s->B; b++)
         for (int64_t hv = 0; hv < s->Hv; hv++) {
             const int64_t hk = ra_gdn_key_head(s, hv);
@@ -183,12 +183,14 @@ static ra_status eval(ra_mparr *grads, const ra_gc_layout *io, const ra_case *c,
                 }
                 mpfr_set_zero(dg, 1);
                 for (int64_t i = 0; i < K; i++)
-                    for (int64_t j = 0; j < V; j++) { /* dS~ = lambda - beta k du^T; dg = <dS~, S~> */
+                    for (int64_t j = 0; j < V;
+                         j++) { /* dS~ = lambda - beta k du^T; dg = <dS~, S~> */
                         mpfr_mul(x, beta, k + i, MPFR_RNDN);
                         mpfr_mul(x, x, du + j, MPFR_RNDN);
                         mpfr_sub(dSt + i * V + j, lam + i * V + j, x, MPFR_RNDN);
                         mpfr_fma(dg, dSt + i * V + j, St + i * V + j, dg, MPFR_RNDN);
-                        mpfr_mul(lam + i * V + j, a, dSt + i * V + j, MPFR_RNDN); /* lambda = a dS~ */
+                        mpfr_mul(lam + i * V + j, a, dSt + i * V + j,
+                                 MPFR_RNDN); /* lambda = a dS~ */
                     }
                 for (int64_t i = 0; i < K; i++) { /* the group sum of dq^, dk^ */
                     const int64_t qi = ra_gdn_qk_index(s, b, tt, hk, i);

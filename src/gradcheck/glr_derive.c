@@ -58,8 +58,8 @@ static const ra_derive_case cases[] = {
 };
 
 /* Input a of the layout (v, b, c, g, A_log, hs) as in ra_glr_arr_names. */
-static ra_status eval_any(ra_mparr *grads, const ra_gc_layout *io, const ra_case *cs,
-                          int corrected, mpfr_prec_t prec)
+static ra_status eval_any(ra_mparr *grads, const ra_gc_layout *io, const ra_case *cs, int corrected,
+                          mpfr_prec_t prec)
 {
     ra_glr_problem p;
     RA_TRY(ra_glr_problem_init(&p, cs, RA_GLR_NEED_COTANGENTS, "derive"));
@@ -84,8 +84,8 @@ static ra_status eval_any(ra_mparr *grads, const ra_gc_layout *io, const ra_case
     ra_mp_range range;
     ra_mp_range_widen(&range);
     mpfr_clear_flags();
-#define HH(t, i, d) (H.x + (t) * SD + (i) * D + (d))
-#define DH(t, i, d) (dh.x + (t) * SD + (i) * D + (d))
+#define HH(t, i, d) (H.x + (t)*SD + (i)*D + (d))
+#define DH(t, i, d) (dh.x + (t)*SD + (i)*D + (d))
     for (int64_t b = 0; b < s->B; b++)
         for (int64_t h = 0; h < s->H; h++) {
             ra_mp_zero(H.x, H.n);
@@ -167,8 +167,8 @@ done:
     return st;
 }
 
-static ra_status eval_seed(ra_mparr *grads, const ra_gc_layout *io, const ra_case *c,
-                           int corrected, mpfr_prec_t prec)
+static ra_status eval_seed(ra_mparr *grads, const ra_gc_layout *io, const ra_case *c, int corrected,
+                           mpfr_prec_t prec)
 {
     return eval_any(grads, io, c, corrected, prec);
 }

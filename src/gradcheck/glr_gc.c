@@ -68,8 +68,8 @@ static ra_status prepare(void **state, ra_gc_layout *io, const ra_case *c, mpfr_
     return RA_OK;
 }
 
-static ra_status glr_gc_prepare(void **state, ra_gc_layout *io, const ra_case *c,
-                                mpfr_prec_t prec, const char *what)
+static ra_status glr_gc_prepare(void **state, ra_gc_layout *io, const ra_case *c, mpfr_prec_t prec,
+                                const char *what)
 {
     return prepare(state, io, c, prec, what, RA_GLR_NDIFF);
 }
@@ -87,8 +87,7 @@ static ra_status glr_gc_set_cotangents(void *state, const double *const *cot)
     return RA_OK;
 }
 
-static ra_status glr_gc_backward(ra_mparr *grads, const void *state, mpfr_prec_t prec,
-                                 int threads)
+static ra_status glr_gc_backward(ra_mparr *grads, const void *state, mpfr_prec_t prec, int threads)
 {
     const glr_gc *g = state;
     ra_glr_out out;

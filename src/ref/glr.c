@@ -212,7 +212,8 @@ typedef struct head {
 static void load_step(head *k, int64_t t, int want_do, int partials)
 {
     const ra_glr_shape *s = k->s;
-    const int64_t bs = ra_glr_bs_index(s, k->b, t, k->h, 0), vd = ra_glr_vd_index(s, k->b, t, k->h, 0);
+    const int64_t bs = ra_glr_bs_index(s, k->b, t, k->h, 0),
+                  vd = ra_glr_vd_index(s, k->b, t, k->h, 0);
     for (int64_t i = 0; i < s->S; i++) {
         ra_glr_get(k->bv + i, k->in, RA_GLR_B, bs + i);
         ra_glr_get(k->cv + i, k->in, RA_GLR_C, bs + i);
@@ -247,7 +248,10 @@ static void advance(head *k, mpfr_ptr st, int64_t t)
     }
 }
 
-static int range_failed(void) { return mpfr_overflow_p() || mpfr_underflow_p() || mpfr_nanflag_p(); }
+static int range_failed(void)
+{
+    return mpfr_overflow_p() || mpfr_underflow_p() || mpfr_nanflag_p();
+}
 
 ra_status ra_glr_head(ra_glr_ws *w, const ra_glr_in *in, int64_t b, int64_t h,
                       const ra_glr_out *out, mpfr_ptr loss, int bwd, char *msg, size_t msglen)
@@ -312,7 +316,8 @@ ra_status ra_glr_head(ra_glr_ws *w, const ra_glr_in *in, int64_t b, int64_t h,
                 for (int64_t i = 0; i < S; i++)
                     for (int64_t d = 0; d < D; d++)
                         mpfr_fma(lam + i * D + d, k.cv + i, k.dov + d, lam + i * D + d, MPFR_RNDN);
-                const int64_t bs = ra_glr_bs_index(s, b, t, h, 0), vd = ra_glr_vd_index(s, b, t, h, 0);
+                const int64_t bs = ra_glr_bs_index(s, b, t, h, 0),
+                              vd = ra_glr_vd_index(s, b, t, h, 0);
                 for (int64_t i = 0; i < S; i++) {
                     /* dc, db, P: sums over d */
                     mpfr_ptr dc = out->dc.x + bs + i, db = out->db.x + bs + i;
@@ -433,8 +438,9 @@ static ra_status batch_sum(ra_glr_out *out, const ra_glr_shape *s)
     ra_mp_range_restore(&range);
     ra_mparr_free(&out->dAp);
     if (bad)
-        RA_ERRORF(RA_ENUMERIC, "glr reference at %ld bits: the batch sum of dA_log left MPFR's "
-                               "exponent range",
+        RA_ERRORF(RA_ENUMERIC,
+                  "glr reference at %ld bits: the batch sum of dA_log left MPFR's "
+                  "exponent range",
                   (long)out->prec);
     return RA_OK;
 }
@@ -486,25 +492,27 @@ ra_status ra_glr_run_multi(ra_glr_out *outs, const mpfr_prec_t *precs, int nprec
     return st;
 }
 
-ra_status ra_glr_run(ra_glr_out *out, const ra_glr_in *in, mpfr_prec_t prec, int grads,
-                     int threads, ra_progress *prog)
+ra_status ra_glr_run(ra_glr_out *out, const ra_glr_in *in, mpfr_prec_t prec, int grads, int threads,
+                     ra_progress *prog)
 {
     return ra_glr_run_multi(out, &prec, 1, in, grads, threads, prog);
 }
 
-void ra_glr_op_count(const ra_glr_shape *s, int64_t segment, double *fwd, double *bwd)
+void ra_glr_op_count(const ra_glr_shape *s, ra_glr_decay decay, double *fwd, double *bwd)
 {
     /* Mirrors the loops above (mul, fma, exp, neg each one call; loads and
-       copies not counted).  alpha: linear 2 calls (+2 partials), expneg 4
-       (+5 partials). */
+       copies not counted).  alpha: linear mul, exp (2 calls), its partials
+       2 muls; expneg exp, mul, neg, exp (4), partials mul, neg, mul, mul,
+       neg (5). */
     const double S = (double)s->S, D = (double)s->D, T = (double)s->T, SD = S * D;
     const double heads = (double)(s->B * s->H);
-    (void)segment;
-    const double alpha = 4, partials = 5; /* expneg, the larger: a bound for linear */
+    const double alpha = decay == RA_GLR_LINEAR ? 2 : 4, partials = decay == RA_GLR_LINEAR ? 2 : 5;
+    /* per step: alpha, the update (mul + fma per element), o (fma per element) */
     *fwd = heads * T * (S * alpha + 2 * SD + SD);
-    /* recompute (alpha, update), then per step: alpha and partials, lambda,
-       dc/db/P (3 SD), dv (SD), dg/dA (2 S), lambda *= alpha (SD); batch sum */
-    *bwd = heads * T * (S * alpha + 2 * SD + S * (alpha + partials) + SD + 3 * SD + SD + 2 * S +
-                        SD) +
-           (double)((s->B - 1) * s->H * s->S);
+    /* recompute (alpha, update), then per step: alpha and partials, lambda
+       += c do (SD), dc/db/P (3 SD), dv (SD), dg/dA (2 S), lambda *= alpha
+       (SD); the batch sum of dA_log */
+    *bwd =
+        heads * T * (S * alpha + 2 * SD + S * (alpha + partials) + SD + 3 * SD + SD + 2 * S + SD) +
+        (double)((s->B - 1) * s->H * s->S);
 }

@@ -73,8 +73,8 @@ void ra_glr_out_clear(ra_glr_out *out);
 #define RA_GLR_MAX_PRECS 4
 ra_status ra_glr_run_multi(ra_glr_out *outs, const mpfr_prec_t *precs, int nprec,
                            const ra_glr_in *in, int grads, int threads, ra_progress *prog);
-ra_status ra_glr_run(ra_glr_out *out, const ra_glr_in *in, mpfr_prec_t prec, int grads,
-                     int threads, ra_progress *prog);
+ra_status ra_glr_run(ra_glr_out *out, const ra_glr_in *in, mpfr_prec_t prec, int grads, int threads,
+                     ra_progress *prog);
 
 /* --- single heads ---------------------------------------------------------------------- */
 
@@ -99,7 +99,9 @@ void ra_glr_get(mpfr_ptr out, const ra_glr_in *in, int a, int64_t i);
 void ra_glr_alpha(mpfr_ptr alpha, mpfr_ptr da_dg, mpfr_ptr da_dA, mpfr_srcptr g, mpfr_srcptr A,
                   ra_glr_decay decay, mpfr_ptr tmp);
 
-/* MPFR arithmetic calls of ra_glr_run, by formula (forward, backward). */
-void ra_glr_op_count(const ra_glr_shape *s, int64_t segment, double *fwd, double *bwd);
+/* MPFR arithmetic calls of ra_glr_run with gradients, by formula: the
+   forward of every head, and what the backward adds (it does not depend
+   on the checkpoint spacing: every segment is recomputed once). */
+void ra_glr_op_count(const ra_glr_shape *s, ra_glr_decay decay, double *fwd, double *bwd);
 
 #endif

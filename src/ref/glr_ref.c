@@ -100,10 +100,10 @@ static ra_status glr_run_op(ra_ref_outs *outs, const mpfr_prec_t *precs, int npr
 static void glr_op_count(const void *state, double *fwd, double *bwd)
 {
     const glr_state *g = state;
-    ra_glr_op_count(&g->d.in.s, g->d.in.segment, fwd, bwd);
+    ra_glr_op_count(&g->d.in.s, g->d.in.decay, fwd, bwd);
     if (!g->grads)
         *bwd = 0;
 }
 
-const ra_ref_op ra_ref_op_glr = {"glr",       glr_prepare, glr_units, glr_run_op,
-                                 glr_release, glr_op_count};
+const ra_ref_op ra_ref_op_glr = {"glr",      glr_prepare, glr_units,
+                                 glr_run_op, glr_release, glr_op_count};
