@@ -16,3 +16,9 @@ tests_t_cpu_gdn_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_cpu_faults_SOURCES = tests/t-cpu-faults.c tests/cpu-testutil.h
 tests_t_cpu_faults_CFLAGS = $(TEST_CFLAGS)
 tests_t_cpu_faults_LDADD = tests/libtestutil.la $(TEST_LIBS)
+
+check_PROGRAMS += tests/t-cpu-glr
+TESTS += tests/t-cpu-glr
+tests_t_cpu_glr_SOURCES = tests/t-cpu-glr.c tests/ref-testutil.h
+tests_t_cpu_glr_CFLAGS = $(TEST_CFLAGS)
+tests_t_cpu_glr_LDADD = tests/libtestutil.la $(TEST_LIBS)
