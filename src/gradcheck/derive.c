@@ -107,6 +107,22 @@ ra_status ra_derive_report(FILE *f, const ra_derive_row *rows, size_t n, const c
             "corrected form and that form's digits.  \"shipped\": the suite's own formula\n"
             "(its failure fails `recaudit derive`); \"published\": a seed's.\n\n",
             stamp, min_digits);
+    size_t nfail = 0;
+    for (size_t i = 0; i < n; i++)
+        nfail += !rows[i].holds;
+    fprintf(f, "%zu formula checks, %zu fail%s\n\n", n, nfail, nfail ? ":" : ".");
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].holds) {
+            fprintf(f, "- %s `%s` (%s, %s): %.1f digits",
+                    rows[i].set->shipped ? "shipped" : "published", rows[i].f->written,
+                    rows[i].set->name, rows[i].cs->label, rows[i].digits);
+            if (rows[i].corr_digits >= 0)
+                fprintf(f, "; corrected `%s`: %.1f digits", rows[i].f->corrected,
+                        rows[i].corr_digits);
+            fprintf(f, "\n");
+        }
+    if (nfail)
+        fprintf(f, "\n");
     fprintf(f, "| formula | source | kind | parameterisation | case | digits | verdict | "
                "corrected formula | corrected digits |\n"
                "|---|---|---|---|---|---:|---|---|---:|\n");

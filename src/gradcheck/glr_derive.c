@@ -182,7 +182,8 @@ static ra_status eval_suite(ra_mparr *grads, const ra_gc_layout *io, const ra_ca
 
 static const ra_derive_set seed000 = {
     .name = "glr, seed 000",
-    .source = "seed 000 (HyMo), \"Mathematical Derivation of the Reverse-Time Backward Pass\"",
+    .source = "seed 000 (seeds/000_8294aa720dbbf5cc.txt, HyMo), \"Mathematical Derivation of "
+              "the Reverse-Time Backward Pass\"",
     .shipped = 0,
     .gc = &ra_gc_op_glr_state,
     .formulas = seed_formulas,
