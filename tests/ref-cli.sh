@@ -88,8 +88,8 @@ zeros 56 | mkst nobeta.safetensors "{$(meta gdn),$(ent q 1,2,1,2 0 16),$(ent k 1
 bad nobeta.safetensors "nobeta.safetensors: missing tensor 'beta'" "missing tensor"
 { zeros 36; printf '\000\000\300\177'; zeros 24; } | mkst nan.safetensors "{$(meta gdn),$(ent q 1,2,1,2 0 16),$(ent k 1,2,1,2 16 32),$(ent v 1,2,1,2 32 48),$(ent g 1,2,1 48 56),$(ent beta 1,2,1 56 64)}"
 bad nan.safetensors "tensor 'v' element \[0, 0, 0, 1\] is NaN" "NaN named"
-zeros 64 | mkst glr.safetensors "{$(meta glr),$(ent q 1,2,1,2 0 16),$(ent k 1,2,1,2 16 32),$(ent v 1,2,1,2 32 48),$(ent g 1,2,1 48 56),$(ent beta 1,2,1 56 64)}"
-bad glr.safetensors "op 'glr' has no MPFR reference" "op without a reference"
+zeros 64 | mkst noref.safetensors "{$(meta no-such-op),$(ent q 1,2,1,2 0 16),$(ent k 1,2,1,2 16 32),$(ent v 1,2,1,2 32 48),$(ent g 1,2,1 48 56),$(ent beta 1,2,1 56 64)}"
+bad noref.safetensors "op 'no-such-op' has no MPFR reference" "op without a reference"
 zeros 16 | mkst noop.safetensors "{\"__metadata__\":{\"x\":\"1\"},$(ent q 1,2,1,2 0 16)}"
 bad noop.safetensors "noop.safetensors.*'op'" "file without an op"
 expect_status 2 ref
@@ -109,7 +109,7 @@ expect_status 1 gradcheck --op gdn --prec 64 --h-log2 20 && expect_grep out 'FAI
 expect_status 1 gradcheck c.safetensors --grads c.ref.safetensors
 expect_status 0 gradcheck c.safetensors --grads c.ref.safetensors --min-digits 14
 expect_status 2 gradcheck --op gdn --mode sideways
-expect_status 2 gradcheck --op glr
+expect_status 2 gradcheck --op no-such-op
 expect_status 2 gradcheck nobeta.safetensors
 
 # --- regress_cache_code_version: the build's reference-code version is the cksum of the

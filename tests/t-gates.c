@@ -267,6 +267,35 @@ START_TEST(data_suite_refusals)
 }
 END_TEST
 
+/* quick's glr rows: every glr regime, both decays, gradients, T beyond one
+   64-step chunk and not a multiple of it, small shapes. */
+START_TEST(data_shipped_glr_rows)
+{
+    static const char *regimes[] = {"hymo", "long-memory", "zero-gate"};
+    ra_suite s;
+    ra_suite_init(&s);
+    ck_assert_int_eq(ra_suite_load(&s, "quick"), RA_OK);
+    int seen[3] = {0}, linear = 0, expneg = 0, tail = 0, bwd = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        if (strcmp(s.rows[i].spec.op, "glr") != 0)
+            continue;
+        long long B, T, H, S, D;
+        ck_assert_int_eq(sscanf(s.rows[i].spec.shape, "B=%lld,T=%lld,H=%lld,S=%lld,D=%lld", &B,
+                                &T, &H, &S, &D),
+                         5);
+        for (int r = 0; r < 3; r++)
+            seen[r] |= strcmp(s.rows[i].spec.regime, regimes[r]) == 0;
+        linear |= s.rows[i].spec.flags != 0; /* glr's one flag: linear */
+        expneg |= s.rows[i].spec.flags == 0;
+        tail |= T > 64 && T % 64 != 0;
+        bwd |= s.rows[i].spec.bwd;
+        ck_assert_msg(B * T * H * S * D <= 4 * 256 * 64, "row %d is not small", s.rows[i].line);
+    }
+    ck_assert(seen[0] && seen[1] && seen[2] && linear && expneg && tail && bwd);
+    ra_suite_clear(&s);
+}
+END_TEST
+
 START_TEST(data_shipped_suites)
 {
     /* quick: every regime, grouped heads, a partial last
@@ -284,6 +313,8 @@ START_TEST(data_shipped_suites)
     }
     int gqa = 0, tail = 0, h0 = 0, bf16 = 0, bwd = 0;
     for (size_t i = 0; i < s.n; i++) {
+        if (strcmp(s.rows[i].spec.op, "gdn") != 0)
+            continue; /* other operations' rows: data_shipped_glr_rows */
         long long B, T, Hk, Hv, K, V;
         if (strcmp(s.rows[i].spec.op, "gdn") != 0) /* the scan rows: tests/t-cpu-scan.c */
             continue;
@@ -328,7 +359,7 @@ static Suite *gates_suite(void)
     tu_tcase(s, "special", tu_capture, NULL, special_selection, special_tie, special_pass,
              special_suite_parse);
     tu_tcase(s, "data", tu_capture, NULL, data_refusals, data_crlf, data_shipped_gates,
-             data_suite_refusals, data_shipped_suites);
+             data_suite_refusals, data_shipped_suites, data_shipped_glr_rows);
     return s;
 }
 

@@ -104,6 +104,8 @@ START_TEST(regress_clean)
        raw-keys rows, and only those. */
     for (const char *const *v = tu_cpu_variants; *v; v++)
         for (size_t c = 0; c < quick.n; c++) {
+            if (strcmp(quick.rows[c].spec.op, "gdn") != 0)
+                continue; /* the gdn variants serve gdn rows only */
             size_t pass = 0, skip = 0;
             if (strcmp(quick.rows[c].spec.op, "gdn") != 0) /* other ops' rows */
                 continue;

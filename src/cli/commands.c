@@ -15,6 +15,7 @@ const ra_command ra_commands[] = {
     {"ref", ra_cmd_ref, "certified MPFR reference of a case (outputs, gradients, bits)"},
     {"gradcheck", ra_cmd_gradcheck, "prove gradients against high-precision finite differences"},
     {"bench", ra_cmd_bench, "kernel speed of variants on one case: ms, TFLOP/s, GB/s"},
+    {"derive", ra_cmd_derive, "every closed-form gradient formula, shipped or published, against FD"},
     {"bench-ref", ra_cmd_bench_ref, "MPFR reference speed: op rate vs bare mpfr_fma, wall time"},
     {NULL, NULL, NULL},
 };

@@ -16,3 +16,8 @@ REGRESS_IO_TESTS = tests/regress-output-is-input.sh tests/regress-tmp-symlink.sh
 	tests/regress-abi-symbol-type.sh tests/regress-huge-alloc.sh
 TESTS += $(REGRESS_IO_TESTS)
 EXTRA_DIST += tests/regress-lib.sh $(REGRESS_IO_TESTS)
+recaudit_SOURCES += src/cli/cmd_derive.c
+TESTS += tests/glr-cli.sh
+EXTRA_DIST += tests/glr-cli.sh
+TESTS += tests/derive-cli.sh
+EXTRA_DIST += tests/derive-cli.sh

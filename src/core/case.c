@@ -160,35 +160,3 @@ ra_status ra_case_save(const ra_case *c, const char *path)
     ra_kv_clear(&meta);
     return st;
 }
-
-/* --- validation helpers of the operations' readers ------------------------------------------------ */
-
-/* Checks t's shape against the expected dims; the message names the axis. */
-ra_status ra_case_check_shape(const ra_tensor *t, int ndim, const int64_t *want,
-                             const char *const *axes, const char *what)
-{
-    char have[128], exp[128];
-    ra_shape_format(have, sizeof have, t->ndim, t->shape);
-    ra_shape_format(exp, sizeof exp, ndim, want);
-    if (t->ndim != ndim)
-        RA_ERRORF(RA_EINVAL, "%s: tensor '%s' has shape %s, expected %d dims %s", what, t->name,
-                  have, ndim, exp);
-    for (int i = 0; i < ndim; i++)
-        if (t->shape[i] != want[i])
-            RA_ERRORF(RA_EINVAL, "%s: tensor '%s' axis %d (%s) is %lld, expected %lld (shape %s, expected %s)",
-                      what, t->name, i, axes[i], (long long)t->shape[i], (long long)want[i], have,
-                      exp);
-    return RA_OK;
-}
-
-ra_status ra_case_check_finite(const ra_tensor *t, const char *what)
-{
-    int64_t i = ra_tensor_find_nonfinite(t);
-    if (i < 0)
-        return RA_OK;
-    char idx[128];
-    ra_index_format(idx, sizeof idx, i, t->ndim, t->shape);
-    double v = ra_tensor_get(t, i);
-    RA_ERRORF(RA_EINVAL, "%s: tensor '%s' element %s is %s", what, t->name, idx,
-              isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"));
-}

@@ -33,11 +33,4 @@ const char *ra_case_param(const ra_case *c, const char *key);
 ra_status ra_case_load(ra_case *c, const char *path);
 ra_status ra_case_save(const ra_case *c, const char *path);
 
-/* Shared by every operation's case validator: t has ndim dims equal to
-   want (axes names them in the message, which starts with what); t holds
-   no NaN or Inf (the message names the tensor and the multi-index). */
-ra_status ra_case_check_shape(const ra_tensor *t, int ndim, const int64_t *want,
-                              const char *const *axes, const char *what);
-ra_status ra_case_check_finite(const ra_tensor *t, const char *what);
-
 #endif

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/metrics.h"
+#include "core/case_check.h"
 
 /*
  * One validation routine for every consumer: a reference, a CPU variant and

@@ -212,4 +212,5 @@ const ra_op ra_op_gdn = {
                  "products); backward 3x the forward",
     .ref = &ra_ref_op_gdn,
     .gradcheck = &ra_gc_op_gdn,
+    .derive = ra_gdn_derive_sets,
 };

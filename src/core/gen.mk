@@ -1,6 +1,7 @@
 # Random streams, gdn case generation, error metrics; tests of the dtype and
 # gdn-case code.
-librecaudit_a_SOURCES += src/core/rng.c src/core/gen_gdn.c src/core/metrics.c
+librecaudit_a_SOURCES += src/core/rng.c src/core/gen_gdn.c src/core/metrics.c \
+	src/core/gen_fill.c src/core/gen_fill.h src/core/gen_glr.c src/core/gen_glr.h
 
 check_PROGRAMS += tests/t-rng tests/t-gen-gdn tests/t-metrics tests/t-tensor tests/t-gdn-case
 TESTS += tests/t-rng tests/t-gen-gdn tests/t-metrics tests/t-tensor tests/t-gdn-case

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rng.h"
+#include "core/gen_fill.h"
 
 /*
  * Each regime is a row of one table: how q/k, the gate g and the scales of
@@ -82,85 +82,6 @@ const ra_op_item ra_gdn_flags[] = {
     {NULL, NULL},
 };
 
-/* How one tensor is drawn. */
-typedef enum {
-    DRAW_NORMAL,
-    DRAW_UNIFORM01,
-    DRAW_LOGSIGMOID,
-    DRAW_SIGMOID,
-    DRAW_NEG_EXP,
-    DRAW_ZERO
-} draw_kind;
-
-typedef struct draw {
-    draw_kind kind;
-    double param;      /* NORMAL: standard deviation; NEG_EXP: mean */
-    int64_t unit_rows; /* > 0: normalise rows of this length */
-} draw;
-
-#define BLOCK_ELEMS 65536
-
-/* Fills t from stream (seed, t->name), block by block. */
-static ra_status fill(ra_tensor *t, uint64_t seed, const draw *d)
-{
-    if (d->kind == DRAW_ZERO || t->numel == 0)
-        return RA_OK; /* ra_tensor_new zero-fills */
-    int64_t row = d->unit_rows > 0 ? d->unit_rows : 1;
-    int64_t block = row >= BLOCK_ELEMS ? row : BLOCK_ELEMS / row * row;
-    double *buf = malloc((size_t)block * sizeof *buf);
-    if (!buf)
-        RA_ERRORF(RA_ENOMEM, "tensor '%s': out of memory generating it", t->name);
-    ra_rng *r;
-    ra_status st = ra_rng_new(&r, seed, t->name);
-    if (st != RA_OK) {
-        free(buf);
-        return st;
-    }
-    double clip = ra_dtype_max(t->dtype);
-    for (int64_t at = 0; at < t->numel; at += block) {
-        size_t n = (size_t)(t->numel - at < block ? t->numel - at : block);
-        switch (d->kind) {
-        case DRAW_NORMAL:
-            ra_gen_normal(buf, n, r, 0.0, d->param);
-            break;
-        case DRAW_UNIFORM01:
-            ra_gen_uniform(buf, n, r, 0.0, 1.0);
-            break;
-        case DRAW_LOGSIGMOID:
-            ra_gen_logsigmoid_normal(buf, n, r, 0.0, 1.0);
-            break;
-        case DRAW_SIGMOID:
-            ra_gen_sigmoid_normal(buf, n, r, 0.0, 1.0);
-            break;
-        case DRAW_NEG_EXP:
-            ra_gen_exponential(buf, n, r, d->param);
-            for (size_t i = 0; i < n; i++)
-                buf[i] = -buf[i];
-            break;
-        case DRAW_ZERO:
-            break;
-        }
-        if (d->unit_rows > 0)
-            ra_gen_l2_normalize_rows(buf, n / (size_t)row, (size_t)row);
-        for (size_t i = 0; i < n; i++) {
-            /* Keeps scaled draws finite in narrow dtypes (large-state v). */
-            double x = buf[i] > clip ? clip : (buf[i] < -clip ? -clip : buf[i]);
-            ra_tensor_set(t, at + (int64_t)i, x);
-        }
-    }
-    ra_rng_free(r);
-    free(buf);
-    return RA_OK;
-}
-
-static ra_status add_tensor(ra_case *c, const char *name, ra_dtype dt, int ndim,
-                            const int64_t *shape, uint64_t seed, draw d)
-{
-    ra_tensor *t;
-    RA_TRY(ra_tensors_new(&c->tensors, &t, name, dt, ndim, shape));
-    return fill(t, seed, &d);
-}
-
 /* The regime row of name, or NULL after reporting. */
 static const regime *find_regime(const char *name)
 {
@@ -226,28 +147,31 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
     const ra_dtype dt = dtype, st = dtype == RA_F64 ? RA_F64 : RA_F32;
     const int64_t qk[4] = {s->B, s->T, s->Hk, s->K}, vv[4] = {s->B, s->T, s->Hv, s->V},
                   gate[3] = {s->B, s->T, s->Hv}, state[4] = {s->B, s->Hv, s->K, s->V};
-    const draw keys =
-        rg->keys == KEYS_UNIFORM ? (draw){DRAW_UNIFORM01, 0.0, 0} : (draw){DRAW_NORMAL, 1.0, s->K};
-    draw g = {DRAW_LOGSIGMOID, 0.0, 0};
+    const ra_draw keys =
+        rg->keys == KEYS_UNIFORM ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, 0, 0}
+                                 : (ra_draw){RA_DRAW_NORMAL, 1.0, s->K, 0};
+    ra_draw g = {RA_DRAW_LOGSIGMOID, 0.0, 0, 0};
     switch (rg->gate) {
     case GATE_LOGSIGMOID:
         break;
     case GATE_ZERO:
-        g = (draw){DRAW_ZERO, 0.0, 0};
+        g = (ra_draw){RA_DRAW_ZERO, 0.0, 0, 0};
         break;
     case GATE_NEG_EXP:
-        g = (draw){DRAW_NEG_EXP, rg->gate_mean, 0};
+        g = (ra_draw){RA_DRAW_NEG_EXP, rg->gate_mean, 0, 0};
         break;
     }
     const uint64_t seed = spec->seed;
-    RA_TRY(add_tensor(c, "q", dt, 4, qk, seed, keys));
-    RA_TRY(add_tensor(c, "k", dt, 4, qk, seed, keys));
-    RA_TRY(add_tensor(c, "v", dt, 4, vv, seed, (draw){DRAW_NORMAL, rg->v_scale, 0}));
-    RA_TRY(add_tensor(c, "g", st, 3, gate, seed, g));
-    RA_TRY(add_tensor(c, "beta", st, 3, gate, seed, (draw){DRAW_SIGMOID, 0.0, 0}));
+    RA_TRY(ra_gen_add_tensor(c, "q", dt, 4, qk, seed, keys));
+    RA_TRY(ra_gen_add_tensor(c, "k", dt, 4, qk, seed, keys));
+    RA_TRY(ra_gen_add_tensor(c, "v", dt, 4, vv, seed,
+                             (ra_draw){RA_DRAW_NORMAL, rg->v_scale, 0, 0}));
+    RA_TRY(ra_gen_add_tensor(c, "g", st, 3, gate, seed, g));
+    RA_TRY(ra_gen_add_tensor(c, "beta", st, 3, gate, seed, (ra_draw){RA_DRAW_SIGMOID, 0.0, 0, 0}));
     if (spec->flags & RA_GDN_FLAG_H0)
-        RA_TRY(add_tensor(c, "h0", st, 4, state, seed, (draw){DRAW_NORMAL, rg->h0_scale, 0}));
-    RA_TRY(add_tensor(c, "do", dt, 4, vv, seed, (draw){DRAW_NORMAL, 1.0, 0}));
-    RA_TRY(add_tensor(c, "dht", st, 4, state, seed, (draw){DRAW_NORMAL, 1.0, 0}));
+        RA_TRY(ra_gen_add_tensor(c, "h0", st, 4, state, seed,
+                                 (ra_draw){RA_DRAW_NORMAL, rg->h0_scale, 0, 0}));
+    RA_TRY(ra_gen_add_tensor(c, "do", dt, 4, vv, seed, (ra_draw){RA_DRAW_NORMAL, 1.0, 0, 0}));
+    RA_TRY(ra_gen_add_tensor(c, "dht", st, 4, state, seed, (ra_draw){RA_DRAW_NORMAL, 1.0, 0, 0}));
     return RA_OK;
 }

@@ -5,6 +5,8 @@ librecaudit_a_SOURCES += src/core/status.c src/core/status.h \
 	src/core/capture.c src/core/capture.h \
 	src/core/op.h src/core/ops.c src/core/gdn_op.c \
 	src/core/gdn_case.c src/core/gdn_case.h \
+	src/core/case_check.c src/core/case_check.h \
+	src/core/glr_op.c src/core/glr_case.c src/core/glr_case.h \
 	src/core/io.h src/core/rng.h src/core/gen_gdn.h src/core/metrics.h \
 	src/core/progress.h src/core/table.h
 pkginclude_HEADERS += include/recaudit/types.h

@@ -27,6 +27,7 @@
 
 struct ra_ref_op;
 struct ra_gc_op;
+struct ra_derive_set;
 
 /* Role of a tensor in the operation's files. */
 typedef enum ra_role {
@@ -113,6 +114,9 @@ typedef struct ra_op {
 
     const struct ra_ref_op *ref;      /* MPFR reference (src/ref/refop.h) */
     const struct ra_gc_op *gradcheck; /* finite-difference hooks, or NULL */
+    /* closed-form formula sets `recaudit derive` checks (src/gradcheck/
+       derive.h), NULL-terminated; NULL: none */
+    const struct ra_derive_set *const *derive;
 } ra_op;
 
 /* Every operation, NULL-terminated. */

@@ -17,10 +17,12 @@
 
 extern const ra_op ra_op_gdn;
 extern const ra_op ra_op_scan_linear, ra_op_scan_affine, ra_op_scan_log;
+extern const ra_op ra_op_glr;
 
 static const ra_op *const ops[] = {
     &ra_op_gdn,
     &ra_op_scan_linear, &ra_op_scan_affine, &ra_op_scan_log,
+    &ra_op_glr,
     NULL,
 };
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/case_check.h"
+
 /*
  * One table of names per kind (scan_case.h lists them), one shape parser
  * for the three syntaxes, and ra_scan_problem_init, which every reader

@@ -5,7 +5,8 @@ librecaudit_a_SOURCES += src/cpu/cpu.h src/cpu/variants.c \
 	src/cpu/gdn_impl.h src/cpu/gdn_f32.c src/cpu/gdn_f64.c \
 	src/cpu/gdn_tmpl_linalg.h src/cpu/gdn_tmpl_inverse.h src/cpu/gdn_tmpl_head.h \
 	src/cpu/gdn_tmpl_seq.h src/cpu/gdn_tmpl_chunk.h src/cpu/gdn_tmpl_chunk_bwd.h \
-	src/cpu/gdn_tmpl_driver.h
+	src/cpu/gdn_tmpl_driver.h \
+	src/cpu/glr_variants.h src/cpu/glr_variants.c
 # The affine scan family's CPU variants.
 librecaudit_a_SOURCES += src/cpu/scan_variants.h src/cpu/scan_variants.c src/cpu/scan_f32.c
 check_PROGRAMS += tests/t-cpu-scan
@@ -21,3 +22,9 @@ tests_t_cpu_gdn_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_cpu_faults_SOURCES = tests/t-cpu-faults.c tests/cpu-testutil.h
 tests_t_cpu_faults_CFLAGS = $(TEST_CFLAGS)
 tests_t_cpu_faults_LDADD = tests/libtestutil.la $(TEST_LIBS)
+
+check_PROGRAMS += tests/t-cpu-glr
+TESTS += tests/t-cpu-glr
+tests_t_cpu_glr_SOURCES = tests/t-cpu-glr.c tests/ref-testutil.h
+tests_t_cpu_glr_CFLAGS = $(TEST_CFLAGS)
+tests_t_cpu_glr_LDADD = tests/libtestutil.la $(TEST_LIBS)

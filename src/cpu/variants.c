@@ -11,6 +11,7 @@
 
 #include "cpu/gdn_variants.h"
 #include "cpu/scan_variants.h"
+#include "cpu/glr_variants.h"
 
 static const struct {
     const ra_variant *rows;
@@ -18,6 +19,7 @@ static const struct {
 } tables[] = {
     {ra_cpu_gdn_variants, &ra_cpu_gdn_nvariants},
     {ra_cpu_scan_variants, &ra_cpu_scan_nvariants},
+    {ra_cpu_glr_variants, &ra_cpu_glr_nvariants},
 };
 
 #define NTABLES (sizeof tables / sizeof tables[0])

@@ -120,19 +120,25 @@ static ra_status draw(double **out, int64_t n, uint64_t seed, const char *name)
     return RA_OK;
 }
 
-/* Analytic gradients: the op's backward, or the given tensors d<input>. */
-static ra_status analytic(fd_ctx *x, const ra_tensors *grads, const char *what)
+/* Analytic gradients: the op's backward, a formula evaluated by the
+   caller (fn), or the given tensors d<input>. */
+static ra_status analytic(fd_ctx *x, const ra_tensors *grads, const ra_case *c,
+                          ra_gc_formula_fn fn, void *fctx, const char *what)
 {
     /* Faults in given gradients belong to their file, not to the case. */
     if (x->o->grads_what)
         what = x->o->grads_what;
     const mpfr_prec_t p = x->o->prec;
     if (!grads) {
-        RA_TRY(x->op->backward(x->an, x->state, p, x->o->threads));
+        if (fn)
+            RA_TRY(fn(x->an, &x->io, c, fctx, p));
+        else
+            RA_TRY(x->op->backward(x->an, x->state, p, x->o->threads));
         for (int a = 0; a < x->io.nin; a++)
             if ((int64_t)x->an[a].n != x->io.in[a].n || (x->an[a].n && x->an[a].prec != p))
-                RA_ERRORF(RA_EINTERNAL, "gradcheck %s: backward gave %zu numbers of gradient '%s'",
-                          x->op->name, x->an[a].n, x->io.in[a].name);
+                RA_ERRORF(RA_EINTERNAL, "gradcheck %s: %s gave %zu numbers of gradient '%s'",
+                          x->op->name, fn ? "the formula" : "backward", x->an[a].n,
+                          x->io.in[a].name);
         return RA_OK;
     }
     for (int a = 0; a < x->io.nin; a++) {
@@ -421,8 +427,9 @@ static ra_status check_hooks(const ra_gc_op *op, const ra_gc_opts *o, int given)
     return RA_OK;
 }
 
-ra_status ra_gradcheck(ra_gc_result *r, const ra_gc_op *op, const ra_case *c, const ra_gc_opts *o,
-                       const ra_tensors *grads, const char *what)
+static ra_status gradcheck_any(ra_gc_result *r, const ra_gc_op *op, const ra_case *c,
+                               const ra_gc_opts *o, const ra_tensors *grads, ra_gc_formula_fn fn,
+                               void *fctx, const char *what)
 {
     memset(r, 0, sizeof *r);
     r->prec = o->prec;
@@ -434,11 +441,11 @@ ra_status ra_gradcheck(ra_gc_result *r, const ra_gc_op *op, const ra_case *c, co
                   "gradcheck: precision %ld bits with step 2^-%ld: need prec >= 64 and a step "
                   "well inside the precision",
                   (long)o->prec, o->h_log2);
-    if (o->mode == RA_GC_DOT && grads)
+    if (o->mode == RA_GC_DOT && (grads || fn))
         RA_ERROR("gradcheck: the dot mode draws its own cotangents and checks the reference "
                  "backward; given gradients need the elementwise or directional mode",
                  RA_EINVAL);
-    RA_TRY(check_hooks(op, o, grads != NULL));
+    RA_TRY(check_hooks(op, o, grads != NULL || fn != NULL));
     fd_ctx *x = calloc(1, sizeof *x); /* large: the layout and per-input arrays */
     if (!x)
         RA_ERROR("out of memory", RA_ENOMEM);
@@ -463,7 +470,7 @@ ra_status ra_gradcheck(ra_gc_result *r, const ra_gc_op *op, const ra_case *c, co
             st = op->set_cotangents(x->state, (const double *const *)x->w);
     }
     if (st == RA_OK)
-        st = analytic(x, grads, what);
+        st = analytic(x, grads, c, fn, fctx, what);
     if (st == RA_OK)
         st = o->mode == RA_GC_ELEMENTWISE ? elementwise(r, x)
                                           : directional(r, x, o->mode == RA_GC_DOT);
@@ -477,4 +484,17 @@ ra_status ra_gradcheck(ra_gc_result *r, const ra_gc_op *op, const ra_case *c, co
         mpfr_clear(x->step[s]);
     free(x);
     return st;
+}
+
+ra_status ra_gradcheck(ra_gc_result *r, const ra_gc_op *op, const ra_case *c, const ra_gc_opts *o,
+                       const ra_tensors *grads, const char *what)
+{
+    return gradcheck_any(r, op, c, o, grads, NULL, NULL, what);
+}
+
+ra_status ra_gradcheck_formula(ra_gc_result *r, const ra_gc_op *op, const ra_case *c,
+                               const ra_gc_opts *o, ra_gc_formula_fn fn, void *ctx,
+                               const char *what)
+{
+    return gradcheck_any(r, op, c, o, NULL, fn, ctx, what);
 }

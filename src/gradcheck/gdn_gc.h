@@ -8,4 +8,8 @@
    with cotangents do (required) and dht (optional); every mode. */
 extern const ra_gc_op ra_gc_op_gdn;
 
+/* The adjoint of SPEC.md §1 as a formula set (gdn_derive.c). */
+struct ra_derive_set;
+extern const struct ra_derive_set *const ra_gdn_derive_sets[];
+
 #endif

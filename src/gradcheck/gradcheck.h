@@ -152,6 +152,20 @@ typedef struct ra_gc_result {
 ra_status ra_gradcheck(ra_gc_result *r, const ra_gc_op *op, const ra_case *c, const ra_gc_opts *o,
                        const ra_tensors *grads, const char *what);
 
+/* Gradients of a closed form under test, evaluated by the caller at prec
+   bits from the case itself: grads[a] (zeroed) receives io->in[a].n
+   numbers at prec for every input a of the op's layout, moved in.
+   Reports its own failures. */
+typedef ra_status (*ra_gc_formula_fn)(ra_mparr *grads, const ra_gc_layout *io, const ra_case *c,
+                                      void *ctx, mpfr_prec_t prec);
+
+/* ra_gradcheck with the analytic side from fn (elementwise or directional
+   mode): a formula evaluated in MPFR keeps all its digits, where given
+   tensors would be rounded to their dtype (the derivation checks). */
+ra_status ra_gradcheck_formula(ra_gc_result *r, const ra_gc_op *op, const ra_case *c,
+                               const ra_gc_opts *o, ra_gc_formula_fn fn, void *ctx,
+                               const char *what);
+
 /* The smallest digits over the rows (RA_GC_MAX_DIGITS when there are none). */
 double ra_gc_min_digits(const ra_gc_result *r);
 /* The row of tensor name (an input's name, or "all"), or NULL. */

@@ -1,7 +1,10 @@
 # Gradient checks: the finite-difference engine (element-wise, directional,
 # the VJP/JVP dot test) and each operation's hooks into its MPFR reference.
 librecaudit_a_SOURCES += src/gradcheck/gradcheck.h src/gradcheck/fd.c \
-	src/gradcheck/gdn_gc.c src/gradcheck/gdn_gc.h
+	src/gradcheck/gdn_gc.c src/gradcheck/gdn_gc.h \
+	src/gradcheck/glr_gc.c src/gradcheck/glr_gc.h \
+	src/gradcheck/derive.c src/gradcheck/derive.h src/gradcheck/glr_derive.c \
+	src/gradcheck/gdn_derive.c
 
 check_PROGRAMS += tests/t-gradcheck
 TESTS += tests/t-gradcheck
@@ -17,3 +20,8 @@ tests_t_fd_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 # The affine scan family's hooks.
 librecaudit_a_SOURCES += src/gradcheck/scan_gc.c src/gradcheck/scan_gc.h
+check_PROGRAMS += tests/t-derive
+TESTS += tests/t-derive
+tests_t_derive_SOURCES = tests/t-derive.c tests/ref-testutil.h
+tests_t_derive_CFLAGS = $(TEST_CFLAGS)
+tests_t_derive_LDADD = tests/libtestutil.la $(TEST_LIBS)

@@ -1,6 +1,7 @@
 # MPFR references: the gated delta rule, certification (Ziv), cache.
 librecaudit_a_SOURCES += src/ref/ref.h src/ref/refop.h src/ref/mparr.c src/ref/mparr.h \
 	src/ref/gdn.c src/ref/gdn.h src/ref/gdn_run.c src/ref/gdn_ref.c \
+	src/ref/glr.c src/ref/glr.h src/ref/glr_ref.c \
 	src/ref/certify.c src/ref/cache.c src/ref/pool.c src/ref/pool.h
 
 check_PROGRAMS += tests/t-ref-gdn
@@ -56,3 +57,9 @@ ref_code_version.h: ref-code-version-always
 	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
 ref-code-version-always:
 .PHONY: ref-code-version-always
+
+check_PROGRAMS += tests/t-ref-glr
+TESTS += tests/t-ref-glr
+tests_t_ref_glr_SOURCES = tests/t-ref-glr.c tests/ref-testutil.h
+tests_t_ref_glr_CFLAGS = $(TEST_CFLAGS)
+tests_t_ref_glr_LDADD = tests/libtestutil.la $(TEST_LIBS)

@@ -62,6 +62,7 @@ typedef struct ra_ref_op {
 } ra_ref_op;
 
 extern const ra_ref_op ra_ref_op_gdn;
+extern const ra_ref_op ra_ref_op_glr;
 
 /* The row for op, or NULL. */
 const ra_ref_op *ra_ref_op_find(const char *op);
