@@ -164,7 +164,8 @@ static ra_status spec_check(const ra_case_spec *s)
         .regimes = regs, .caps = caps_, .shape_example = ex, .bench_shape = bench,                 \
         .gradcheck_shapes = {gc1, gc2}, .shape_canon = kind_name##_canon,                          \
         .unit_shape = kind_name##_unit, .spec_check = spec_check, .generate = ra_scan_generate,    \
-        .identify = identify, .supports = supports, .ref = &refrow, .gradcheck = &gcrow            \
+        .identify = identify, .supports = supports, .ref = &refrow, .gradcheck = &gcrow,           \
+        .derive = ra_scan_##kind_name##_derive_sets                                                \
     }
 
 const ra_op ra_op_scan_linear = ROW(

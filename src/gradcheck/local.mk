@@ -4,7 +4,7 @@ librecaudit_a_SOURCES += src/gradcheck/gradcheck.h src/gradcheck/fd.c \
 	src/gradcheck/gdn_gc.c src/gradcheck/gdn_gc.h \
 	src/gradcheck/glr_gc.c src/gradcheck/glr_gc.h \
 	src/gradcheck/derive.c src/gradcheck/derive.h src/gradcheck/glr_derive.c \
-	src/gradcheck/gdn_derive.c
+	src/gradcheck/gdn_derive.c src/gradcheck/scan_derive.c
 
 check_PROGRAMS += tests/t-gradcheck
 TESTS += tests/t-gradcheck
