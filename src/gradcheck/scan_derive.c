@@ -251,12 +251,11 @@ static ra_status eval_as_written(ra_mparr *grads, const ra_gc_layout *io, const 
 }
 
 #define SEED002                                                                                    \
-    "seed 002 (seeds/002_9747eba605eb1a52.txt, minGRU), \"Autograd integration and the "           \
-    "reversed-scan backward\" (as SPEC.md §3 writes it)"
+    "seed 002 (seeds/002_9747eba605eb1a52.txt) line 37, \"reversed-scan backward\"; SPEC.md §3"
 
 static const ra_derive_set linear_seed = {
     .name = "scan.linear, seed 002",
-    .source = SEED002 ", at k = 1 (\"linear_scan is k = 1\")",
+    .source = SEED002 ", at k = 1 (line 17)",
     .shipped = 0,
     .gc = &ra_gc_op_scan_linear,
     .formulas = linear_formulas,
@@ -276,8 +275,8 @@ static const ra_derive_set affine_seed = {
 
 static const ra_derive_set log_suite = {
     .name = "scan.log, docs/scan.md",
-    .source = "docs/scan.md \"Reference\" (seed 002 publishes none: its log backward is "
-              "autograd through recomputation)",
+    .source = "docs/scan.md \"Reference\" (seed 002 line 37 publishes none: autograd through "
+              "recomputation)",
     .shipped = 1,
     .gc = &ra_gc_op_scan_log,
     .formulas = log_formulas,
