@@ -232,6 +232,39 @@ START_TEST(data_shortfall_reported)
 }
 END_TEST
 
+/* The cap bounds the next working precision, inclusively: at p = 128 the
+   lossy case needs a second round at 256 bits, which a cap of exactly 256
+   allows and a cap of 255 does not; a cap equal to the working precision
+   is accepted, one bit below it refused. */
+START_TEST(regress_prec_cap_boundary)
+{
+    ra_case c, ref;
+    lossy_case(&c);
+    ra_ref_opts o = tu_ref_opts();
+    o.prec_cap = 256;
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "cap 256"), RA_OK);
+    ck_assert_int_eq(nrounds(&ref), 2);
+    ck_assert_int_eq(param_long(&ref, "ref_prec"), 256);
+    ck_assert_str_eq(ra_case_param(&ref, "certified"), "yes");
+    ra_case_clear(&ref);
+    o.prec_cap = 255;
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "cap 255"), RA_OK);
+    ck_assert_int_eq(nrounds(&ref), 1);
+    ck_assert_int_eq(param_long(&ref, "ref_prec"), 128);
+    ck_assert_str_eq(ra_case_param(&ref, "certified"), "no");
+    ra_case_clear(&ref);
+    o.prec_cap = 128; /* = prec */
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "cap 128"), RA_OK);
+    ck_assert_int_eq(nrounds(&ref), 1);
+    ra_case_clear(&ref);
+    o.prec_cap = 127;
+    tu_reset();
+    tu_expect_error(ra_ref_compute(&ref, &c, &o, "x"), RA_EINVAL, "precision cap 127",
+                    "below the working precision 128");
+    ra_case_clear(&c);
+}
+END_TEST
+
 /* Near-unit decay, raw positive keys and T = 64 at p = 64: some tensor
    keeps fewer than 60 of its 64 bits, so the loop raises to 128. */
 START_TEST(data_raw_keys_low_precision)
@@ -314,6 +347,7 @@ static Suite *suite(void)
     tu_tcase(s, "special", tu_capture, NULL, special_agree_bits, special_exact_zeros);
     tu_tcase(s, "data", tu_capture, NULL, data_default_certified, data_lossy_raises_precision,
              data_shortfall_reported, data_raw_keys_low_precision, data_bad_options);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_prec_cap_boundary);
     return s;
 }
 
