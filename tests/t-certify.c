@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,64 @@ START_TEST(special_exact_zeros)
 }
 END_TEST
 
+/* The stored f64 is the value rounded to nearest, exactly (0 ulps), where
+   the exact result is known in closed form.  T = 1, no h0, g = 0, beta = 1,
+   q = k = e_0 (K = 2): S_1 = k v^T, so o_j = scale v_j.  With scale = 0.1
+   (a decimal parameter) the exact o_j is v_j / 10, whose correct rounding
+   is the IEEE quotient v_j / 10.0; with the default scale 2^-1/2 it is
+   v_j / sqrt(2), rounded here from a 300-bit MPFR quotient (no tie is
+   within 2^-240 of these values).  About half of the 64 values round
+   differently toward zero (counted below), so a reference rounding any
+   other way than to nearest misses by one ulp there. */
+START_TEST(special_f64_round_to_nearest)
+{
+    const ra_gdn_shape s = {1, 1, 1, 1, 2, 64};
+    ra_case c, ref;
+    tu_ref_case(&c, &s, 0, 109);
+    ra_tensor_set(tu_t(&c, "g"), 0, 0.0);
+    ra_tensor_set(tu_t(&c, "beta"), 0, 1.0);
+    const double e0[2] = {1.0, 0.0};
+    for (int i = 0; i < 2; i++) {
+        ra_tensor_set(tu_t(&c, "q"), i, e0[i]);
+        ra_tensor_set(tu_t(&c, "k"), i, e0[i]);
+    }
+    ra_tensor *v = tu_t(&c, "v");
+    for (int64_t j = 0; j < s.V; j++) /* spread over the binades 2^-8 .. 2^7 */
+        ra_tensor_set(v, j, ldexp(ra_tensor_get(v, j), (int)(j % 16) - 8));
+    mpfr_t q, r2;
+    mpfr_inits2(300, q, r2, (mpfr_ptr)0);
+    mpfr_sqrt_ui(r2, 2, MPFR_RNDN);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            ck_assert_int_eq(ra_kv_set(&c.params, "scale", "0.1"), RA_OK);
+        ra_ref_opts o = tu_ref_opts();
+        ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "closed form"), RA_OK);
+        const ra_tensor *out = tu_t(&ref, "o");
+        ck_assert_int_eq(out->dtype, RA_F64);
+        int differ = 0;
+        for (int64_t j = 0; j < s.V; j++) {
+            const double vj = ra_tensor_get(v, j);
+            mpfr_set_d(q, vj, MPFR_RNDN);
+            if (pass == 1)
+                mpfr_div_ui(q, q, 10, MPFR_RNDN);
+            else
+                mpfr_div(q, q, r2, MPFR_RNDN);
+            const double want = pass == 1 ? vj / 10.0 : mpfr_get_d(q, MPFR_RNDN);
+            if (pass == 1)
+                ck_assert(want == mpfr_get_d(q, MPFR_RNDN)); /* IEEE division: nearest */
+            differ += mpfr_get_d(q, MPFR_RNDZ) != want;
+            const double got = ra_tensor_get(out, j);
+            ck_assert_msg(got == want, "scale %s, o[%lld]: %a, nearest %a",
+                          pass ? "0.1" : "default", (long long)j, got, want);
+        }
+        ck_assert_msg(differ >= 16, "only %d of 64 values round differently toward zero", differ);
+        ra_case_clear(&ref);
+    }
+    mpfr_clears(q, r2, (mpfr_ptr)0);
+    ra_case_clear(&c);
+}
+END_TEST
+
 START_TEST(data_bad_options)
 {
     const ra_gdn_shape s = {1, 2, 1, 1, 2, 2};
@@ -344,7 +403,8 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("certify");
-    tu_tcase(s, "special", tu_capture, NULL, special_agree_bits, special_exact_zeros);
+    tu_tcase(s, "special", tu_capture, NULL, special_agree_bits, special_exact_zeros,
+             special_f64_round_to_nearest);
     tu_tcase(s, "data", tu_capture, NULL, data_default_certified, data_lossy_raises_precision,
              data_shortfall_reported, data_raw_keys_low_precision, data_bad_options);
     tu_tcase(s, "regress", tu_capture, NULL, regress_prec_cap_boundary);
