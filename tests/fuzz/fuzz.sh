@@ -34,7 +34,7 @@ cflags="-g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined -std=gnu1
 
 # The argument lists, each word single-quoted for eval.
 q() { printf "'%s' " "$(printf "%s" "$1" | sed "s/'/'\\\\''/g")"; }
-cppflags= ccasflags= libs= sources= list=
+cppflags='' ccasflags='' libs='' sources='' list=''
 for a in "$@"; do
     case $a in
     --cppflags | --ccasflags | --cflags | --libs | --sources) list=${a#--}; continue ;;
