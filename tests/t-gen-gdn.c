@@ -251,17 +251,23 @@ static void expect_rounded(const ra_tensor *t, const double *x)
 {
     int p = 53, emin = -1022;
     switch (t->dtype) {
-    case RA_BF16: p = 8, emin = -126; break;
-    case RA_F16: p = 11, emin = -14; break;
-    case RA_F32: p = 24, emin = -126; break;
-    default: break;
+    case RA_BF16:
+        p = 8, emin = -126;
+        break;
+    case RA_F16:
+        p = 11, emin = -14;
+        break;
+    case RA_F32:
+        p = 24, emin = -126;
+        break;
+    default:
+        break;
     }
     for (int64_t i = 0; i < t->numel; i++) {
         const double got = ra_tensor_get(t, i);
         int e = x[i] == 0 ? emin : ilogb(x[i]);
         const double half = ldexp(1.0, (e < emin ? emin : e) - p);
-        const int ok = t->dtype == RA_F64 ? got == x[i]
-                                          : fabs(got - x[i]) <= half * (1 + 0x1p-40);
+        const int ok = t->dtype == RA_F64 ? got == x[i] : fabs(got - x[i]) <= half * (1 + 0x1p-40);
         ck_assert_msg(ok, "%s[%lld]: %a vs %a", t->name, (long long)i, got, x[i]);
     }
 }

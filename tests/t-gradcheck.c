@@ -215,8 +215,9 @@ START_TEST(regress_nonfinite_given_gradient)
             char want[64];
             snprintf(want, sizeof want, "'%s' element %lld is not finite", where[k],
                      (long long)at[k]);
-            tu_expect_error(ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, &ref.tensors, "nan.safetensors"),
-                            RA_EINVAL, "nan.safetensors", want);
+            tu_expect_error(
+                ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, &ref.tensors, "nan.safetensors"), RA_EINVAL,
+                "nan.safetensors", want);
         }
         ra_tensor_set(d, at[k], keep);
     }

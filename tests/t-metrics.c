@@ -384,9 +384,9 @@ END_TEST
 static Suite *metrics_suite(void)
 {
     Suite *s = suite_create("metrics");
-    tu_tcase(s, "special", tu_capture, NULL, special_one_ulp, special_ulp_floor, special_ulp_ceiling,
-             special_small_vectors, special_zeros, special_nonfinite, special_shapes_and_empty,
-             special_extreme_scales, special_names, special_index_format);
+    tu_tcase(s, "special", tu_capture, NULL, special_one_ulp, special_ulp_floor,
+             special_ulp_ceiling, special_small_vectors, special_zeros, special_nonfinite,
+             special_shapes_and_empty, special_extreme_scales, special_names, special_index_format);
     tu_tcase(s, "data", tu_capture, NULL, data_p99_rank);
     tu_tcase(s, "random", tu_capture, NULL, random_p99_vs_sort);
     return s;

@@ -237,9 +237,8 @@ static void expect_near_gate(const char *suite_text, unsigned fault, const char 
         if (!named || !r->gated || r->higher_is_better)
             continue;
         ck_assert_msg(r->value <= 30 * r->threshold,
-                      "%s: %s %s %s = %g is %.0fx its gate %g: no longer near it", what,
-                      r->variant, r->tensor, r->metric, r->value, r->value / r->threshold,
-                      r->threshold);
+                      "%s: %s %s %s = %g is %.0fx its gate %g: no longer near it", what, r->variant,
+                      r->tensor, r->metric, r->value, r->value / r->threshold, r->threshold);
     }
     ra_rows_clear(&rows);
     ra_suite_clear(&s);
