@@ -77,6 +77,12 @@ if expect_status 1 ref lossy.safetensors --no-cache --prec-cap 128; then
     expect_grep err 'not certified' "shortfall on stderr"
 fi
 expect_status 0 ref lossy.safetensors --no-cache && expect_grep out 'rounds: 128/256:4[0-9],256/512:' "Ziv raised the precision"
+# --prec-cap bounds the next working precision inclusively (256 allows the
+# 256-bit round, 255 does not); a cap one bit below --prec is a usage error
+expect_status 0 ref lossy.safetensors --no-cache --prec-cap 256 &&
+    expect_grep out 'rounds: 128/256:4[0-9],256/512:' "cap 256 allows the 256-bit round"
+expect_status 1 ref lossy.safetensors --no-cache --prec-cap 255 && expect_grep out 'certified: no' "cap 255 stops at 128"
+expect_status 2 ref lossy.safetensors --no-cache --prec-cap 127 && expect_grep err '--prec-cap 127 is below --prec 128' "cap below prec"
 
 # --- bad cases: exit 2, one line naming the file and the problem -----------------------------------
 zeros() { head -c "$1" /dev/zero; }

@@ -10,7 +10,9 @@
  * literally as dx^/n - x (x . dx^)/n^3.  It shares no code with
  * src/ref/gdn.c, whose scaled states, raw keys and dg recursion are a
  * different algorithm: agreement to the last couple hundred bits is an
- * independent check of both.  NP is the precision it works at.
+ * independent check of both.  The parameters scale and l2eps come from the
+ * case (their decimal texts, parsed here), the documented defaults when
+ * absent.  NP is the precision it works at.
  */
 
 #include <stdlib.h>
@@ -103,10 +105,16 @@ static inline void naive_run(naive *nv, const ra_case *c)
         nv->n[i] = n[i], nv->x[i] = mpalloc(n[i]);
     mpfr_t scale, eps, a, x, y, nq, nk;
     mpfr_inits2(NP, scale, eps, a, x, y, nq, nk, (mpfr_ptr)0);
-    mpfr_set_si(scale, K, MPFR_RNDN);
-    mpfr_sqrt(scale, scale, MPFR_RNDN);
-    mpfr_ui_div(scale, 1, scale, MPFR_RNDN);
-    mpfr_set_str(eps, "1e-6", 10, MPFR_RNDN);
+    /* The case's parameters, read from their decimal texts; the documented
+       defaults (scale = K^-1/2, l2eps = 1e-6) when absent. */
+    if (p.scale_text) {
+        ck_assert_int_eq(mpfr_set_str(scale, p.scale_text, 10, MPFR_RNDN), 0);
+    } else {
+        mpfr_set_si(scale, K, MPFR_RNDN);
+        mpfr_sqrt(scale, scale, MPFR_RNDN);
+        mpfr_ui_div(scale, 1, scale, MPFR_RNDN);
+    }
+    ck_assert_int_eq(mpfr_set_str(eps, p.l2eps_text ? p.l2eps_text : "1e-6", 10, MPFR_RNDN), 0);
     /* dq^/dk^ accumulated per key head, then the chain rule */
     mpfr_t *dqh = mpalloc(n[2]), *dkh = mpalloc(n[3]);
     mpfr_t *S = mpalloc((size_t)((T + 1) * K * V)), *St = mpalloc((size_t)(T * K * V));

@@ -2,6 +2,7 @@
 #include <config.h>
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +234,39 @@ START_TEST(data_shortfall_reported)
 }
 END_TEST
 
+/* The cap bounds the next working precision, inclusively: at p = 128 the
+   lossy case needs a second round at 256 bits, which a cap of exactly 256
+   allows and a cap of 255 does not; a cap equal to the working precision
+   is accepted, one bit below it refused. */
+START_TEST(regress_prec_cap_boundary)
+{
+    ra_case c, ref;
+    lossy_case(&c);
+    ra_ref_opts o = tu_ref_opts();
+    o.prec_cap = 256;
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "cap 256"), RA_OK);
+    ck_assert_int_eq(nrounds(&ref), 2);
+    ck_assert_int_eq(param_long(&ref, "ref_prec"), 256);
+    ck_assert_str_eq(ra_case_param(&ref, "certified"), "yes");
+    ra_case_clear(&ref);
+    o.prec_cap = 255;
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "cap 255"), RA_OK);
+    ck_assert_int_eq(nrounds(&ref), 1);
+    ck_assert_int_eq(param_long(&ref, "ref_prec"), 128);
+    ck_assert_str_eq(ra_case_param(&ref, "certified"), "no");
+    ra_case_clear(&ref);
+    o.prec_cap = 128; /* = prec */
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "cap 128"), RA_OK);
+    ck_assert_int_eq(nrounds(&ref), 1);
+    ra_case_clear(&ref);
+    o.prec_cap = 127;
+    tu_reset();
+    tu_expect_error(ra_ref_compute(&ref, &c, &o, "x"), RA_EINVAL, "precision cap 127",
+                    "below the working precision 128");
+    ra_case_clear(&c);
+}
+END_TEST
+
 /* Near-unit decay, raw positive keys and T = 64 at p = 64: some tensor
    keeps fewer than 60 of its 64 bits, so the loop raises to 128. */
 START_TEST(data_raw_keys_low_precision)
@@ -283,6 +317,64 @@ START_TEST(special_exact_zeros)
     ck_assert(ra_tensor_get(tu_t(&ref, "dbeta"), 0) != 0.0);
     ck_assert_str_eq(ra_case_param(&ref, "certified"), "yes");
     ra_case_clear(&ref);
+    ra_case_clear(&c);
+}
+END_TEST
+
+/* The stored f64 is the value rounded to nearest, exactly (0 ulps), where
+   the exact result is known in closed form.  T = 1, no h0, g = 0, beta = 1,
+   q = k = e_0 (K = 2): S_1 = k v^T, so o_j = scale v_j.  With scale = 0.1
+   (a decimal parameter) the exact o_j is v_j / 10, whose correct rounding
+   is the IEEE quotient v_j / 10.0; with the default scale 2^-1/2 it is
+   v_j / sqrt(2), rounded here from a 300-bit MPFR quotient (no tie is
+   within 2^-240 of these values).  About half of the 64 values round
+   differently toward zero (counted below), so a reference rounding any
+   other way than to nearest misses by one ulp there. */
+START_TEST(special_f64_round_to_nearest)
+{
+    const ra_gdn_shape s = {1, 1, 1, 1, 2, 64};
+    ra_case c, ref;
+    tu_ref_case(&c, &s, 0, 109);
+    ra_tensor_set(tu_t(&c, "g"), 0, 0.0);
+    ra_tensor_set(tu_t(&c, "beta"), 0, 1.0);
+    const double e0[2] = {1.0, 0.0};
+    for (int i = 0; i < 2; i++) {
+        ra_tensor_set(tu_t(&c, "q"), i, e0[i]);
+        ra_tensor_set(tu_t(&c, "k"), i, e0[i]);
+    }
+    ra_tensor *v = tu_t(&c, "v");
+    for (int64_t j = 0; j < s.V; j++) /* spread over the binades 2^-8 .. 2^7 */
+        ra_tensor_set(v, j, ldexp(ra_tensor_get(v, j), (int)(j % 16) - 8));
+    mpfr_t q, r2;
+    mpfr_inits2(300, q, r2, (mpfr_ptr)0);
+    mpfr_sqrt_ui(r2, 2, MPFR_RNDN);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            ck_assert_int_eq(ra_kv_set(&c.params, "scale", "0.1"), RA_OK);
+        ra_ref_opts o = tu_ref_opts();
+        ck_assert_int_eq(ra_ref_compute(&ref, &c, &o, "closed form"), RA_OK);
+        const ra_tensor *out = tu_t(&ref, "o");
+        ck_assert_int_eq(out->dtype, RA_F64);
+        int differ = 0;
+        for (int64_t j = 0; j < s.V; j++) {
+            const double vj = ra_tensor_get(v, j);
+            mpfr_set_d(q, vj, MPFR_RNDN);
+            if (pass == 1)
+                mpfr_div_ui(q, q, 10, MPFR_RNDN);
+            else
+                mpfr_div(q, q, r2, MPFR_RNDN);
+            const double want = pass == 1 ? vj / 10.0 : mpfr_get_d(q, MPFR_RNDN);
+            if (pass == 1)
+                ck_assert(want == mpfr_get_d(q, MPFR_RNDN)); /* IEEE division: nearest */
+            differ += mpfr_get_d(q, MPFR_RNDZ) != want;
+            const double got = ra_tensor_get(out, j);
+            ck_assert_msg(got == want, "scale %s, o[%lld]: %a, nearest %a",
+                          pass ? "0.1" : "default", (long long)j, got, want);
+        }
+        ck_assert_msg(differ >= 16, "only %d of 64 values round differently toward zero", differ);
+        ra_case_clear(&ref);
+    }
+    mpfr_clears(q, r2, (mpfr_ptr)0);
     ra_case_clear(&c);
 }
 END_TEST
@@ -361,10 +453,12 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("certify");
-    tu_tcase(s, "special", tu_capture, NULL, special_agree_bits, special_exact_zeros);
+    tu_tcase(s, "special", tu_capture, NULL, special_agree_bits, special_exact_zeros,
+             special_f64_round_to_nearest);
     tu_tcase(s, "data", tu_capture, NULL, data_default_certified, data_lossy_raises_precision,
              data_shortfall_reported, data_raw_keys_low_precision, data_bad_options);
-    tu_tcase(s, "regress", tu_capture, NULL, regress_nonfinite_not_certified);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_prec_cap_boundary,
+             regress_nonfinite_not_certified);
     return s;
 }
 

@@ -482,6 +482,56 @@ START_TEST(random_modes)
 }
 END_TEST
 
+/* The truncation error of the Richardson step, measured.  Along a_j the
+   loss holds exp(a_j) (times c_j = sum_r dz_r M_rj) and otherwise terms
+   linear in a_j, which central differences take exactly; for exp the
+   central quotient is exp(a) sinh(h)/h, so the engine's
+   R = (4 D(h/2) - D(h)) / 3 = exp(a) (1 - h^4/480 - h^6/16128 - ...).  At
+   h = 2^-12 (prec 256: rounding near 2^-244) the row's error is therefore
+   h^4/480 max_j |c_j exp(a_j)| / max_j |dL/da_j| to 1e-8 relative, about
+   17 digits, where a plain central quotient, D(h) or D(h/2), has
+   h^2/6 or h^2/24 (9 digits); and going from 2^-10 to 2^-12 divides it
+   by 2^8 (by 2^4 for a central quotient).  The directional mode (the
+   direction on a alone) shows the same order. */
+START_TEST(data_richardson_order)
+{
+    ra_case c;
+    toy_case(&c, 4, 3, 0, 1, 308);
+    const double *dy = f64(&c, "dy"), *dz = f64(&c, "dz");
+    double top = 0, scale = 0;
+    for (int64_t j = 0; j < 4; j++) {
+        double cj = 0;
+        for (int64_t r = 0; r < 3; r++)
+            cj += dz[r] * tu_at(&c.tensors, "M", r * 4 + j);
+        top = fmax(top, fabs(cj * exp(tu_at(&c.tensors, "a", j))));
+        scale = fmax(scale, fabs(closed(&c, "a", j, dy, dz)));
+    }
+    const double want = ldexp(1.0, -48) / 480 * top / scale;
+    ra_gc_result r;
+    ra_gc_opts o = gopts(RA_GC_ELEMENTWISE);
+    o.h_log2 = 12;
+    ck_assert_int_eq(ra_gradcheck(&r, &toy_op, &c, &o, NULL, "toy"), RA_OK);
+    const double rel12 = row(&r, "a")->rel;
+    ck_assert_msg(fabs(rel12 / want - 1) < 1e-6, "h = 2^-12: rel %.6g, h^4/480 predicts %.6g",
+                  rel12, want);
+    ck_assert_msg(row(&r, "a")->digits > 15, "%.1f digits", row(&r, "a")->digits);
+    o.h_log2 = 10;
+    ck_assert_int_eq(ra_gradcheck(&r, &toy_op, &c, &o, NULL, "toy"), RA_OK);
+    const double ratio = row(&r, "a")->rel / rel12;
+    ck_assert_msg(fabs(ratio / 256 - 1) < 1e-3, "error ratio 2^-10 / 2^-12: %.4g, h^4 gives 256",
+                  ratio);
+    o.mode = RA_GC_DIRECTIONAL;
+    ck_assert_int_eq(ra_gradcheck(&r, &toy_op, &c, &o, NULL, "toy"), RA_OK);
+    const double drel10 = row(&r, "a")->rel;
+    o.h_log2 = 12;
+    ck_assert_int_eq(ra_gradcheck(&r, &toy_op, &c, &o, NULL, "toy"), RA_OK);
+    ck_assert_msg(fabs(drel10 / row(&r, "a")->rel / 256 - 1) < 1e-2,
+                  "directional error ratio %.4g, h^4 gives 256", drel10 / row(&r, "a")->rel);
+    ck_assert(row(&r, "a")->digits > 14);
+    ra_case_clear(&c);
+}
+END_TEST
+
 /* Without dz, z is not in L: M and the scalars have gradient 0 exactly. */
 START_TEST(special_optional_cotangent)
 {
@@ -666,7 +716,8 @@ static Suite *suite(void)
     Suite *s = suite_create("fd");
     tu_tcase(s, "special", tu_capture, NULL, special_optional_cotangent, special_unsupported);
     tu_tcase(s, "random", tu_capture, NULL, random_modes, random_many_inputs);
-    tu_tcase(s, "data", tu_capture, NULL, data_wrong_backward, data_given_gradients);
+    tu_tcase(s, "data", tu_capture, NULL, data_wrong_backward, data_given_gradients,
+             data_richardson_order);
     tu_tcase(s, "regress", tu_capture, NULL, regress_threads_and_errors);
     return s;
 }

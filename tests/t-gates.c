@@ -103,6 +103,27 @@ START_TEST(special_tie)
     ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f32", "f32", "o"), RA_OK);
     ck_assert_str_eq(sel[0]->why, "plain");
     ra_gates_clear(&g);
+
+    /* '?' counts nothing: "gdn.cpu.f??" has 9 literals (g d n . c p u . f)
+       and loses to "gdn.cpu.f3*" (10); counted as literals, the ?s would
+       make it 11 and win.  Against "gdn.cpu.*" (8) it wins. */
+    ra_gates_init(&g);
+    ck_assert_int_eq(ra_gates_parse(&g,
+                                    HDR "gdn\tgdn.cpu.f??\t*\t*\trel_rms\t1\tqq\n"
+                                        "gdn\tgdn.cpu.f3*\t*\t*\trel_rms\t2\tf3\n"
+                                        "gdn\tgdn.cpu.*\t*\t*\tmax_rel\t3\tcpu\n"
+                                        "gdn\tgdn.cpu.f??\t*\t*\tmax_rel\t4\tqq2\n",
+                                    "q.tsv"),
+                     RA_OK);
+    ck_assert_int_eq(g.rows[0].glob_literal, 9);
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f32", "f32", "o"), RA_OK);
+    ck_assert_uint_eq(n, 2); /* max_rel, then rel_rms */
+    ck_assert_str_eq(sel[0]->why, "qq2");
+    ck_assert_str_eq(sel[1]->why, "f3");
+    /* gdn.cpu.f64 matches only the ?? row for rel_rms */
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f64", "f32", "o"), RA_OK);
+    ck_assert_str_eq(sel[1]->why, "qq");
+    ra_gates_clear(&g);
 }
 END_TEST
 

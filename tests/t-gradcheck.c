@@ -1,6 +1,8 @@
 /* Tests of the finite-difference gradient checks on the gdn reference. */
 #include <config.h>
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,11 +187,51 @@ START_TEST(data_errors)
 }
 END_TEST
 
+/* A given gradient holding one NaN (or Inf) is refused, naming the
+   tensor and element, whatever the other elements are: a NaN compares
+   false with everything, so a check that let it in would score the row on
+   the finite elements alone and pass it. */
+START_TEST(regress_nonfinite_given_gradient)
+{
+    const ra_gdn_shape s = {1, 4, 1, 1, 2, 2};
+    ra_case c, ref;
+    tu_ref_case(&c, &s, TU_H0 | TU_DO | TU_DHT, 208);
+    ra_ref_opts ro = tu_ref_opts();
+    ck_assert_int_eq(ra_ref_compute(&ref, &c, &ro, "case"), RA_OK);
+    ra_gc_result r;
+    ra_gc_opts o = gopts(RA_GC_ELEMENTWISE);
+    ck_assert_int_eq(ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, &ref.tensors, "grads"), RA_OK);
+    ck_assert(ra_gc_min_digits(&r) > 14.5); /* the correct ones pass */
+    const double bad[2] = {NAN, -INFINITY};
+    static const char *const where[2] = {"dk", "dv"};
+    const int64_t at[2] = {3, 5};
+    for (int k = 0; k < 2; k++) {
+        ra_tensor *d = tu_t(&ref, where[k]);
+        const double keep = ra_tensor_get(d, at[k]);
+        ra_tensor_set(d, at[k], bad[k]);
+        for (int m = 0; m < 2; m++) {
+            o = gopts(m ? RA_GC_DIRECTIONAL : RA_GC_ELEMENTWISE);
+            tu_reset();
+            char want[64];
+            snprintf(want, sizeof want, "'%s' element %lld is not finite", where[k],
+                     (long long)at[k]);
+            tu_expect_error(
+                ra_gradcheck(&r, &ra_gc_op_gdn, &c, &o, &ref.tensors, "nan.safetensors"), RA_EINVAL,
+                "nan.safetensors", want);
+        }
+        ra_tensor_set(d, at[k], keep);
+    }
+    ra_case_clear(&ref);
+    ra_case_clear(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gradcheck");
     tu_tcase(s, "random", tu_capture, NULL, random_elementwise, random_directional);
     tu_tcase(s, "data", tu_capture, NULL, data_wrong_gradient, data_errors);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_nonfinite_given_gradient);
     return s;
 }
 

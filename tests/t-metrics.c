@@ -74,6 +74,35 @@ START_TEST(special_one_ulp)
 }
 END_TEST
 
+/* Above the format's range the ulp stays that of its top binade (the
+   binade of z clamped to emax): f32 emax 127, p 24, so ulp = 2^104 for
+   every z >= 2^127.  FLT_MAX = 2^128 - 2^104 against z = 2^128 (a
+   reference past the f32 range, binade 128) is 2^104 / 2^104 = 1 ulp
+   (0.5 if ulp(z) were 2^105); against z = 3 2^127 the error is
+   2^127 + 2^104, i.e. 2^23 + 1 ulps.  bf16 (emax 127, p 8): its largest
+   value 2^128 - 2^120 against 2^128 is 2^120 / 2^(127 - 7) = 1 ulp; f16
+   (emax 15, p 11): 65504 = 2^16 - 2^5 against 2^16 is 2^5 / 2^5 = 1. */
+START_TEST(special_ulp_ceiling)
+{
+    double y[2] = {0x1p128 - 0x1p104, 0x1p128 - 0x1p104}, z[2] = {0x1p128, 0x3p127};
+    ra_metrics m = metrics(RA_F32, RA_F32, y, z, 1);
+    ck_assert_msg(m.max_ulp == 1.0, "f32 at 2^128: %a ulps", m.max_ulp);
+    m = metrics(RA_F32, RA_F32, y + 1, z + 1, 1);
+    ck_assert_msg(m.max_ulp == 0x1p23 + 1, "f32 at 3 2^127: %a ulps", m.max_ulp);
+    double yb[1] = {0x1p128 - 0x1p120}, zb[1] = {0x1p128};
+    m = metrics(RA_BF16, RA_BF16, yb, zb, 1);
+    ck_assert_msg(m.max_ulp == 1.0, "bf16 at 2^128: %a ulps", m.max_ulp);
+    ck_assert(m.worst_value == 0x1p128 - 0x1p120); /* held exactly by bf16 */
+    double yh[1] = {65504.0}, zh[1] = {65536.0};
+    m = metrics(RA_F16, RA_F16, yh, zh, 1);
+    ck_assert_msg(m.max_ulp == 1.0, "f16 at 2^16: %a ulps", m.max_ulp);
+    /* inside the top binade nothing is clamped: 2^127 + 2^104 vs 2^127 */
+    double yt[1] = {0x1p127 + 0x1p104}, zt[1] = {0x1p127};
+    m = metrics(RA_F32, RA_F32, yt, zt, 1);
+    ck_assert(m.max_ulp == 1.0);
+}
+END_TEST
+
 START_TEST(special_ulp_floor)
 {
     /* ulp(0) is the smallest subnormal: bf16 2^-133; a result of 2^-133 is
@@ -299,6 +328,17 @@ END_TEST
 
 /* --- random: p99 against a full sort ------------------------------------------------- */
 
+/* ulp(z) in bf16 from the format's layout (8-bit significand, emin -126,
+   ulp(0) the smallest subnormal 2^-133), written here so that the
+   expected ulps do not come from tensor.c (ra_dtype_ulp). */
+static double bf16_ulp(double z)
+{
+    if (z == 0)
+        return 0x1p-133;
+    int e = ilogb(z);
+    return ldexp(1.0, (e < -126 ? -126 : e) - 7);
+}
+
 START_TEST(random_p99_vs_sort)
 {
     ra_rng *r;
@@ -313,13 +353,18 @@ START_TEST(random_p99_vs_sort)
             if (ra_rng_u32(r) % 50 == 0)
                 z = 0;
             ra_tensor_set(tz, i, z);
-            /* The result: z rounded, then moved a few bf16 ulps now and then. */
-            double y = ra_round_to_dtype(z, RA_BF16);
+            /* The result: z truncated to a multiple of its bf16 ulp (at most
+               2^8 of them: a bf16 number), then moved a few ulps now and
+               then; what the tensor holds is read back.  |y - z| is exact
+               (Sterbenz, or z = 0) and the ulp a power of two, so u is the
+               exact ulp error. */
+            const double uz = bf16_ulp(z);
+            double y = floor(z / uz) * uz;
             if (ra_rng_u32(r) % 3 == 0)
-                y += ra_dtype_ulp(y, RA_BF16) * (double)(ra_rng_u32(r) % 7);
+                y += uz * (double)(ra_rng_u32(r) % 7);
             ra_tensor_set(ty, i, y);
             y = ra_tensor_get(ty, i);
-            u[i] = fabs(y - z) / ra_dtype_ulp(z, RA_BF16);
+            u[i] = fabs(y - z) / uz;
         }
         ra_metrics m;
         ck_assert_int_eq(ra_metrics_compute(&m, ty, tz, RA_BF16), RA_OK);
@@ -340,8 +385,8 @@ static Suite *metrics_suite(void)
 {
     Suite *s = suite_create("metrics");
     tu_tcase(s, "special", tu_capture, NULL, special_one_ulp, special_ulp_floor,
-             special_small_vectors, special_zeros, special_nonfinite, special_shapes_and_empty,
-             special_extreme_scales, special_names, special_index_format);
+             special_ulp_ceiling, special_small_vectors, special_zeros, special_nonfinite,
+             special_shapes_and_empty, special_extreme_scales, special_names, special_index_format);
     tu_tcase(s, "data", tu_capture, NULL, data_p99_rank);
     tu_tcase(s, "random", tu_capture, NULL, random_p99_vs_sort);
     return s;

@@ -511,6 +511,16 @@ START_TEST(random_naive)
         ck_assert(mpfr_zero_p(r.out.dq.x + i));
     run_clear(&r);
     ra_case_clear(&c);
+    /* non-default scale and l2eps, both visible: l2eps = 0.5 against key
+       norms of order 1 changes q^ and k^ by tens of percent, so a reference
+       that reads the default 1e-6 (or K^-1/2) instead disagrees at once */
+    const ra_gdn_shape s4 = {1, 6, 1, 2, 3, 2};
+    tu_ref_case(&c, &s4, TU_H0 | TU_DO | TU_DHT, 34);
+    ck_assert_int_eq(ra_kv_set(&c.params, "l2norm", "true"), RA_OK);
+    ck_assert_int_eq(ra_kv_set(&c.params, "scale", "0.3"), RA_OK);
+    ck_assert_int_eq(ra_kv_set(&c.params, "l2eps", "0.5"), RA_OK);
+    naive_compare(&c, 2);
+    ra_case_clear(&c);
 }
 END_TEST
 

@@ -45,9 +45,10 @@ static void teardown(void)
     ra_gates_clear(&gates);
 }
 
-/* Runs validate quick on the CPU gdn variants matching glob, each with
-   the faults planted in a copy of its configuration. */
-static void run(ra_rows *rows, const char *glob, unsigned faults)
+/* Runs validate on suite (run: the quick suite) with the CPU gdn variants
+   matching glob, each with the faults planted in a copy of its
+   configuration. */
+static void run_on(ra_rows *rows, const char *glob, unsigned faults, const ra_suite *suite)
 {
     ra_registry *reg;
     ck_assert_int_eq(ra_registry_new_empty(&reg), RA_OK);
@@ -64,9 +65,14 @@ static void run(ra_rows *rows, const char *glob, unsigned faults)
     ra_audit_opts_init(&o);
     o.gates = &gates;
     ra_rows_init(rows);
-    ck_assert_msg(ra_validate(rows, reg, glob, &quick, &o) == RA_OK, "%s", ra_last_error());
+    ck_assert_msg(ra_validate(rows, reg, glob, suite, &o) == RA_OK, "%s", ra_last_error());
     ra_registry_free(reg);
     free(cfgs);
+}
+
+static void run(ra_rows *rows, const char *glob, unsigned faults)
+{
+    run_on(rows, glob, faults, &quick);
 }
 
 /* Every variant in names failed a row on tensor (any tensor if NULL). */
@@ -192,12 +198,78 @@ END_TEST
 START_TEST(regress_dk_group_sum) { expect_defect_caught(&dk_group_sum); }
 END_TEST
 
+/* Defects next to their gates.  The quick suite's planted defects give
+   errors of 1e-3 and more, far past every gate, so a gate loosened 100x
+   would still catch them; these cases put a defect's whole error within
+   about 3-10x of its class's thresholds (measured: every gated row of the
+   variant below 30x its threshold, asserted below), so any loosening by
+   30x or more lets the defect through and fails this test.  One short
+   case (T = 16, K = V = 16, default regime, f32 inputs) and
+   - TF32 operands in the ieee variants: errors of the TF32 class (about
+     5e-4) against the ieee gates (5e-5 rel_rms, 1e-4 max_rel), measured
+     4x (o max_rel) to 9x (o rel_rms);
+   - the dropped dbeta term in the bf16 variants, whose own rounding is
+     within 10x of the defect there: dbeta measured 6.7x its 8e-2 max_rel
+     gate;
+   - the dropped dbeta term in the tf32 variants at T = 100, K = V = 32
+     (the quick suite's first row, but alone): measured at most 9.8x. */
+static const char *const near_suite =
+    "op\tshape\tregime\tdtype\tdirection\tseed\tflags\n"
+    "gdn\tB=1,T=16,Hk=1,Hv=1,K=16,V=16\tdefault\tf32\tfwd+bwd\t8\t-\n";
+static const char *const near_suite_t100 =
+    "op\tshape\tregime\tdtype\tdirection\tseed\tflags\n"
+    "gdn\tB=1,T=100,Hk=1,Hv=2,K=32,V=32\tdefault\tf32\tfwd+bwd\t1\t-\n";
+
+/* validate on the suite in suite_text with fault planted in the variants
+   matching glob: every variant in names is caught on tensor, and each of
+   their gated rows is within 30x of its threshold. */
+static void expect_near_gate(const char *suite_text, unsigned fault, const char *glob,
+                             const char *const *names, const char *tensor, const char *what)
+{
+    ra_suite s;
+    ra_suite_init(&s);
+    ck_assert_msg(ra_suite_parse(&s, suite_text, "near-gate suite") == RA_OK, "%s",
+                  ra_last_error());
+    ra_rows rows;
+    run_on(&rows, glob, fault, &s);
+    expect_caught(&rows, names, tensor, what);
+    for (size_t i = 0; i < rows.n; i++) {
+        const ra_row *r = &rows.v[i];
+        int named = 0;
+        for (const char *const *v = names; *v; v++)
+            named |= strcmp(r->variant, *v) == 0;
+        if (!named || !r->gated || r->higher_is_better)
+            continue;
+        ck_assert_msg(r->value <= 30 * r->threshold,
+                      "%s: %s %s %s = %g is %.0fx its gate %g: no longer near it", what, r->variant,
+                      r->tensor, r->metric, r->value, r->value / r->threshold, r->threshold);
+    }
+    ra_rows_clear(&rows);
+    ra_suite_clear(&s);
+}
+
+static const char *const bf16s[] = {"gdn.cpu.chunk64.bf16", "gdn.cpu.chunk64.bf16.neumann",
+                                    "gdn.cpu.chunk128.bf16.schur", NULL};
+static const char *const tf32s[] = {"gdn.cpu.chunk64.tf32", "gdn.cpu.chunk64.tf32.neumann",
+                                    "gdn.cpu.chunk128.tf32.schur", NULL};
+
+START_TEST(regress_near_gate)
+{
+    expect_near_gate(near_suite, RA_FAULT_TF32_AS_IEEE, "gdn.cpu.chunk*.ieee*", ieee, "o",
+                     "TF32 in an ieee variant, near its gate");
+    expect_near_gate(near_suite, RA_FAULT_DBETA_TERM, "gdn.cpu.chunk*.bf16*", bf16s, "dbeta",
+                     "bf16 dbeta missing a term, near its gate");
+    expect_near_gate(near_suite_t100, RA_FAULT_DBETA_TERM, "gdn.cpu.chunk*.tf32*", tf32s, "dbeta",
+                     "tf32 dbeta missing a term, near its gate");
+}
+END_TEST
+
 static Suite *sensitivity_suite(void)
 {
     Suite *s = suite_create("sensitivity");
     tcase_set_timeout(tu_tcase(s, "regress", setup, teardown, regress_clean, regress_dbeta_term,
                                regress_decay_after_update, regress_tail_mask, regress_tf32_as_ieee,
-                               regress_final_state_early, regress_dk_group_sum),
+                               regress_final_state_early, regress_dk_group_sum, regress_near_gate),
                       600);
     return s;
 }
