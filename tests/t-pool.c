@@ -195,11 +195,79 @@ START_TEST(regress_workspace_failure)
 }
 END_TEST
 
+/* --- several precisions ------------------------------------------------------------------ */
+
+#define MP_UNITS 7
+static const mpfr_prec_t mp_precs[3] = {64, 256, 128};
+
+typedef struct mp_rec {
+    _Atomic int seen[3][MP_UNITS]; /* runs of (precision index, unit) */
+    _Atomic int first;             /* precision index of the first task run, -1 before */
+} mp_rec;
+
+static ra_status mp_ws_new(void **ws, void *ctx, mpfr_prec_t prec)
+{
+    (void)ctx;
+    mpfr_prec_t *p = malloc(sizeof *p);
+    if (!p)
+        RA_ERROR("out of memory", RA_ENOMEM);
+    *p = prec;
+    *ws = p;
+    return RA_OK;
+}
+
+static void mp_ws_free(void *ws, void *ctx)
+{
+    (void)ctx;
+    free(ws);
+}
+
+static ra_status mp_unit(void *ws, void *ctx, int k, int64_t unit, char *msg, size_t msglen)
+{
+    mp_rec *r = ctx;
+    int none = -1;
+    atomic_compare_exchange_strong(&r->first, &none, k);
+    if (*(mpfr_prec_t *)ws != mp_precs[k]) {
+        snprintf(msg, msglen, "unit %lld at precision index %d got a %ld-bit workspace",
+                 (long long)unit, k, (long)*(mpfr_prec_t *)ws);
+        return RA_EINTERNAL;
+    }
+    atomic_fetch_add(&r->seen[k][unit], 1);
+    return RA_OK;
+}
+
+/* Every (precision, unit) pair once, with that precision's workspace; with
+   one thread the 256-bit tasks come first. */
+START_TEST(data_multi_precision)
+{
+    for (int threads = 1; threads <= 2; threads++) {
+        mp_rec r;
+        memset(&r, 0, sizeof r);
+        atomic_store(&r.first, -1);
+        const ra_pool_multi m = {.nunits = MP_UNITS,
+                                 .nprec = 3,
+                                 .precs = mp_precs,
+                                 .threads = threads,
+                                 .ctx = &r,
+                                 .ws_new = mp_ws_new,
+                                 .ws_free = mp_ws_free,
+                                 .unit = mp_unit};
+        ck_assert_int_eq(ra_pool_run_multi(&m), RA_OK);
+        for (int k = 0; k < 3; k++)
+            for (int u = 0; u < MP_UNITS; u++)
+                ck_assert_int_eq(atomic_load(&r.seen[k][u]), 1);
+        if (threads == 1)
+            ck_assert_int_eq(atomic_load(&r.first), 1);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("pool");
     tu_tcase(s, "special", tu_capture, NULL, special_threads);
     tu_tcase(s, "random", tu_capture, NULL, random_all_tasks);
+    tu_tcase(s, "data", tu_capture, NULL, data_multi_precision);
     tu_tcase(s, "regress", tu_capture, NULL, regress_first_error, regress_workspace_failure);
     return s;
 }

@@ -249,52 +249,31 @@ static ra_status alloc_outputs(ra_gdn_out *out, const ra_gdn_in *in, mpfr_prec_t
     return RA_OK;
 }
 
-/* Heads of every precision: task = (precision rank, head); a workspace
-   holds one head workspace per precision. */
+/* Heads of every precision through ra_pool_run_multi. */
 typedef struct multi_ctx {
     const ra_gdn_in *in;
     ra_gdn_out *outs;
-    const mpfr_prec_t *precs;
-    int nprec, grads;
-    int order[RA_GDN_MAX_PRECS]; /* precision indices, highest first */
+    int grads;
 } multi_ctx;
+
+static ra_status multi_ws_new(void **ws, void *ctx, mpfr_prec_t prec)
+{
+    const multi_ctx *m = ctx;
+    return ra_gdn_ws_new((ra_gdn_ws **)ws, &m->in->s, prec, m->grads, !ra_gdn_in_perturbed(m->in),
+                         m->in->segment);
+}
 
 static void multi_ws_free(void *ws, void *ctx)
 {
-    const multi_ctx *m = ctx;
-    ra_gdn_ws **w = ws;
-    for (int k = 0; k < m->nprec; k++)
-        ra_gdn_ws_free(w[k]);
-    free(w);
+    (void)ctx;
+    ra_gdn_ws_free(ws);
 }
 
-static ra_status multi_ws_new(void **ws, void *ctx, int worker)
-{
-    (void)worker;
-    const multi_ctx *m = ctx;
-    ra_gdn_ws **w = calloc((size_t)m->nprec, sizeof *w);
-    if (!w)
-        RA_ERROR("out of memory", RA_ENOMEM);
-    ra_status st = RA_OK;
-    for (int k = 0; k < m->nprec && st == RA_OK; k++)
-        st = ra_gdn_ws_new(&w[k], &m->in->s, m->precs[k], m->grads, !ra_gdn_in_perturbed(m->in),
-                           m->in->segment);
-    if (st != RA_OK) {
-        multi_ws_free(w, ctx);
-        return st;
-    }
-    *ws = w;
-    return RA_OK;
-}
-
-static ra_status multi_task(void *ws, void *ctx, int64_t task, char *msg, size_t msglen)
+static ra_status multi_head(void *ws, void *ctx, int k, int64_t h, char *msg, size_t msglen)
 {
     const multi_ctx *m = ctx;
     const ra_gdn_shape *s = &m->in->s;
-    const int64_t nheads = s->B * s->Hv, h = task % nheads;
-    const int k = m->order[task / nheads];
-    return ra_gdn_head(((ra_gdn_ws **)ws)[k], m->in, h / s->Hv, h % s->Hv, &m->outs[k], NULL,
-                       m->grads, msg, msglen);
+    return ra_gdn_head(ws, m->in, h / s->Hv, h % s->Hv, &m->outs[k], NULL, m->grads, msg, msglen);
 }
 
 ra_status ra_gdn_run_multi(ra_gdn_out *outs, const mpfr_prec_t *precs, int nprec,
@@ -308,27 +287,21 @@ ra_status ra_gdn_run_multi(ra_gdn_out *outs, const mpfr_prec_t *precs, int nprec
         RA_ERRORF(RA_EINTERNAL, "gdn reference: %d precisions in one run", nprec);
     for (int k = 0; k < nprec; k++)
         RA_TRY(ra_gdn_in_check(in, precs[k], grads));
-    multi_ctx m = {.in = in, .outs = outs, .precs = precs, .nprec = nprec, .grads = grads};
-    /* tasks of the highest precision (the longest) first */
-    for (int k = 0; k < nprec; k++)
-        m.order[k] = k;
-    for (int a = 1; a < nprec; a++)
-        for (int b = a; b > 0 && precs[m.order[b]] > precs[m.order[b - 1]]; b--) {
-            int t = m.order[b];
-            m.order[b] = m.order[b - 1], m.order[b - 1] = t;
-        }
+    multi_ctx m = {.in = in, .outs = outs, .grads = grads};
     ra_status st = RA_OK;
     for (int k = 0; k < nprec && st == RA_OK; k++)
         st = alloc_outputs(&outs[k], in, precs[k], grads);
-    const ra_pool pool = {.ntasks = in->s.B * in->s.Hv * nprec,
-                          .threads = threads,
-                          .prog = prog,
-                          .ctx = &m,
-                          .ws_new = multi_ws_new,
-                          .ws_free = multi_ws_free,
-                          .task = multi_task};
+    const ra_pool_multi pool = {.nunits = in->s.B * in->s.Hv,
+                                .nprec = nprec,
+                                .precs = precs,
+                                .threads = threads,
+                                .prog = prog,
+                                .ctx = &m,
+                                .ws_new = multi_ws_new,
+                                .ws_free = multi_ws_free,
+                                .unit = multi_head};
     if (st == RA_OK)
-        st = ra_pool_run(&pool);
+        st = ra_pool_run_multi(&pool);
     for (int k = 0; k < nprec && st == RA_OK && grads; k++)
         st = group_finish(&outs[k], in, threads);
     if (st != RA_OK)

@@ -362,49 +362,30 @@ ra_status ra_glr_head(ra_glr_ws *w, const ra_glr_in *in, int64_t b, int64_t h,
 
 /* --- whole runs ------------------------------------------------------------------------------ */
 
+/* Heads of every precision through ra_pool_run_multi. */
 typedef struct multi_ctx {
     const ra_glr_in *in;
     ra_glr_out *outs;
-    const mpfr_prec_t *precs;
-    int nprec, grads;
-    int order[RA_GLR_MAX_PRECS];
+    int grads;
 } multi_ctx;
+
+static ra_status multi_ws_new(void **ws, void *ctx, mpfr_prec_t prec)
+{
+    const multi_ctx *m = ctx;
+    return ra_glr_ws_new((ra_glr_ws **)ws, &m->in->s, prec, m->grads, m->in->segment);
+}
 
 static void multi_ws_free(void *ws, void *ctx)
 {
-    const multi_ctx *m = ctx;
-    ra_glr_ws **w = ws;
-    for (int k = 0; k < m->nprec; k++)
-        ra_glr_ws_free(w[k]);
-    free(w);
+    (void)ctx;
+    ra_glr_ws_free(ws);
 }
 
-static ra_status multi_ws_new(void **ws, void *ctx, int worker)
-{
-    (void)worker;
-    const multi_ctx *m = ctx;
-    ra_glr_ws **w = calloc((size_t)m->nprec, sizeof *w);
-    if (!w)
-        RA_ERROR("out of memory", RA_ENOMEM);
-    ra_status st = RA_OK;
-    for (int k = 0; k < m->nprec && st == RA_OK; k++)
-        st = ra_glr_ws_new(&w[k], &m->in->s, m->precs[k], m->grads, m->in->segment);
-    if (st != RA_OK) {
-        multi_ws_free(w, ctx);
-        return st;
-    }
-    *ws = w;
-    return RA_OK;
-}
-
-static ra_status multi_task(void *ws, void *ctx, int64_t task, char *msg, size_t msglen)
+static ra_status multi_head(void *ws, void *ctx, int k, int64_t hh, char *msg, size_t msglen)
 {
     const multi_ctx *m = ctx;
     const ra_glr_shape *s = &m->in->s;
-    const int64_t nheads = s->B * s->H, hh = task % nheads;
-    const int k = m->order[task / nheads];
-    return ra_glr_head(((ra_glr_ws **)ws)[k], m->in, hh / s->H, hh % s->H, &m->outs[k], NULL,
-                       m->grads, msg, msglen);
+    return ra_glr_head(ws, m->in, hh / s->H, hh % s->H, &m->outs[k], NULL, m->grads, msg, msglen);
 }
 
 static ra_status alloc_outputs(ra_glr_out *out, const ra_glr_in *in, mpfr_prec_t prec, int grads)
@@ -463,27 +444,22 @@ ra_status ra_glr_run_multi(ra_glr_out *outs, const mpfr_prec_t *precs, int nprec
     for (int a = 0; a < RA_GLR_NARR; a++)
         if (a != RA_GLR_HS && !in->x[a] && (a != RA_GLR_DO || grads))
             RA_ERRORF(RA_ENOTFOUND, "glr reference: missing tensor '%s'", ra_glr_arr_names[a]);
-    multi_ctx m = {.in = in, .outs = outs, .precs = precs, .nprec = nprec, .grads = grads};
-    for (int k = 0; k < nprec; k++)
-        m.order[k] = k;
-    for (int a = 1; a < nprec; a++)
-        for (int b = a; b > 0 && precs[m.order[b]] > precs[m.order[b - 1]]; b--) {
-            int t = m.order[b];
-            m.order[b] = m.order[b - 1], m.order[b - 1] = t;
-        }
+    multi_ctx m = {.in = in, .outs = outs, .grads = grads};
     ra_status st = RA_OK;
     for (int k = 0; k < nprec && st == RA_OK; k++)
         st = alloc_outputs(&outs[k], in, precs[k], grads);
-    const ra_pool pool = {.ntasks = in->s.B * in->s.H * nprec,
-                          .threads = threads,
-                          .widen_range = 1,
-                          .prog = prog,
-                          .ctx = &m,
-                          .ws_new = multi_ws_new,
-                          .ws_free = multi_ws_free,
-                          .task = multi_task};
+    const ra_pool_multi pool = {.nunits = in->s.B * in->s.H,
+                                .nprec = nprec,
+                                .precs = precs,
+                                .threads = threads,
+                                .widen_range = 1,
+                                .prog = prog,
+                                .ctx = &m,
+                                .ws_new = multi_ws_new,
+                                .ws_free = multi_ws_free,
+                                .unit = multi_head};
     if (st == RA_OK)
-        st = ra_pool_run(&pool);
+        st = ra_pool_run_multi(&pool);
     for (int k = 0; k < nprec && st == RA_OK && grads; k++)
         st = batch_sum(&outs[k], &in->s);
     if (st != RA_OK)

@@ -105,3 +105,72 @@ ra_status ra_pool_run(const ra_pool *p)
     free(ws);
     return st;
 }
+
+/* --- several precisions ------------------------------------------------------------------------ */
+
+typedef struct multi_run {
+    const ra_pool_multi *m;
+    int *order; /* precision indices, highest precision first */
+} multi_run;
+
+static void multi_ws_free(void *ws, void *ctx)
+{
+    const multi_run *r = ctx;
+    void **w = ws;
+    for (int k = 0; w && k < r->m->nprec; k++)
+        if (w[k])
+            r->m->ws_free(w[k], r->m->ctx);
+    free(w);
+}
+
+static ra_status multi_ws_new(void **ws, void *ctx, int worker)
+{
+    (void)worker;
+    const multi_run *r = ctx;
+    void **w = calloc((size_t)r->m->nprec, sizeof *w);
+    if (!w)
+        RA_ERROR("out of memory for the workspaces", RA_ENOMEM);
+    for (int k = 0; k < r->m->nprec; k++) {
+        ra_status st = r->m->ws_new(&w[k], r->m->ctx, r->m->precs[k]);
+        if (st != RA_OK) {
+            multi_ws_free(w, ctx);
+            return st;
+        }
+    }
+    *ws = w;
+    return RA_OK;
+}
+
+static ra_status multi_task(void *ws, void *ctx, int64_t task, char *msg, size_t msglen)
+{
+    const multi_run *r = ctx;
+    const int k = r->order[task / r->m->nunits];
+    return r->m->unit(((void **)ws)[k], r->m->ctx, k, task % r->m->nunits, msg, msglen);
+}
+
+ra_status ra_pool_run_multi(const ra_pool_multi *m)
+{
+    if (m->nprec < 1)
+        RA_ERRORF(RA_EINTERNAL, "pool: %d precisions in one run", m->nprec);
+    multi_run r = {m, calloc((size_t)m->nprec, sizeof(int))};
+    if (!r.order)
+        RA_ERROR("out of memory", RA_ENOMEM);
+    for (int k = 0; k < m->nprec; k++)
+        r.order[k] = k;
+    for (int a = 1; a < m->nprec; a++) /* insertion sort, decreasing precision */
+        for (int b = a; b > 0 && m->precs[r.order[b]] > m->precs[r.order[b - 1]]; b--) {
+            const int t = r.order[b];
+            r.order[b] = r.order[b - 1], r.order[b - 1] = t;
+        }
+    const ra_pool pool = {.ntasks = m->nunits * m->nprec,
+                          .threads = m->threads,
+                          .widen_range = m->widen_range,
+                          .prog = m->prog,
+                          .ctx = &r,
+                          .ws_new = multi_ws_new,
+                          .ws_free = multi_ws_free,
+                          .task = multi_task};
+    const ra_status st = ra_pool_run(&pool);
+    free(r.order);
+    return st;
+}

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <mpfr.h>
+
 #include "core/progress.h"
 #include "core/status.h"
 
@@ -55,5 +57,29 @@ typedef struct ra_pool {
 /* Runs tasks 0 .. ntasks-1; RA_OK, or the status of the lowest failing
    task (reported once, with its message), or the workspace failure. */
 ra_status ra_pool_run(const ra_pool *p);
+
+/* Units of work (a head, a lane) computed at several precisions in one
+   pool, as the certification runs p and 2p together: task = (precision
+   rank, unit), the highest precision's tasks first (the longest, so that
+   the dynamic schedule ends balanced).  A worker's workspace holds one unit
+   workspace per precision. */
+typedef struct ra_pool_multi {
+    int64_t nunits;
+    int nprec;
+    const mpfr_prec_t *precs; /* nprec of them, any order */
+    int threads, widen_range; /* as in ra_pool */
+    ra_progress *prog;
+    void *ctx;
+    /* A unit workspace at prec, made by the calling thread (reports its
+       failure); freed by ws_free. */
+    ra_status (*ws_new)(void **ws, void *ctx, mpfr_prec_t prec);
+    void (*ws_free)(void *ws, void *ctx);
+    /* Unit `unit` at precision precs[k] with that precision's workspace;
+       as ra_pool's task (never reports). */
+    ra_status (*unit)(void *ws, void *ctx, int k, int64_t unit, char *msg, size_t msglen);
+} ra_pool_multi;
+
+/* Runs every (precision, unit) task through ra_pool_run. */
+ra_status ra_pool_run_multi(const ra_pool_multi *m);
 
 #endif

@@ -291,47 +291,29 @@ ra_status ra_scan_lane_loss(mpfr_ptr loss, ra_scan_ws *ws, const ra_scan_in *in,
     return lane_run((lane_ws *)ws, in, lane, NULL, 0, loss, msg, msglen);
 }
 
+/* Lanes of every precision through ra_pool_run_multi. */
 typedef struct run_ctx {
     ra_scan_out *out;
-    const mpfr_prec_t *precs;
-    int order[RA_SCAN_MAX_PRECS];
-    int64_t lanes;
     const ra_scan_in *in;
-    int grads, nprec;
+    int grads;
 } run_ctx;
 
-/* A worker's workspaces: one per precision of the run. */
+static ra_status run_ws_new(void **ws, void *ctx, mpfr_prec_t prec)
+{
+    const run_ctx *r = ctx;
+    return ra_scan_ws_new((ra_scan_ws **)ws, &r->in->s, prec);
+}
+
 static void run_ws_free(void *ws, void *ctx)
 {
-    const run_ctx *r = ctx;
-    ra_scan_ws **w = ws;
-    for (int i = 0; w && i < r->nprec; i++)
-        ra_scan_ws_free(w[i]);
-    free(w);
+    (void)ctx;
+    ra_scan_ws_free(ws);
 }
 
-static ra_status run_ws_new(void **ws, void *ctx, int worker)
-{
-    (void)worker;
-    const run_ctx *r = ctx;
-    ra_scan_ws **w = calloc(RA_SCAN_MAX_PRECS, sizeof *w);
-    if (!w)
-        RA_ERROR("out of memory", RA_ENOMEM);
-    for (int i = 0; i < r->nprec; i++)
-        if (ra_scan_ws_new(&w[i], &r->in->s, r->precs[i]) != RA_OK) {
-            run_ws_free(w, ctx);
-            return RA_ENOMEM;
-        }
-    *ws = w;
-    return RA_OK;
-}
-
-static ra_status run_task(void *ws, void *ctx, int64_t it, char *msg, size_t msglen)
+static ra_status run_lane(void *ws, void *ctx, int k, int64_t lane, char *msg, size_t msglen)
 {
     const run_ctx *r = ctx;
-    const int pi = r->order[it / r->lanes];
-    lane_ws *w = ((lane_ws **)ws)[pi];
-    return lane_run(w, r->in, it % r->lanes, &r->out[pi], r->grads, NULL, msg, msglen);
+    return lane_run(ws, r->in, lane, &r->out[k], r->grads, NULL, msg, msglen);
 }
 
 ra_status ra_scan_run_multi(ra_scan_out *out, const mpfr_prec_t *precs, int nprec,
@@ -343,20 +325,13 @@ ra_status ra_scan_run_multi(ra_scan_out *out, const mpfr_prec_t *precs, int npre
     if (grads && !in->x[3])
         RA_ERRORF(RA_ENOTFOUND, "%s reference: gradients need the cotangent '%s'",
                   ra_scan_op_name(s->kind), ra_scan_cot_name(s->kind, 1));
-    run_ctx r = {out, precs, {0}, s->B * s->N, in, grads, nprec};
-    for (int i = 0; i < nprec; i++) {
+    run_ctx r = {out, in, grads};
+    for (int i = 0; i < nprec; i++)
         if (precs[i] < 53 || precs[i] > MPFR_PREC_MAX)
             RA_ERRORF(RA_EINVAL,
                       "precision %ld bits: the scan reference needs at least 53 (so "
                       "every stored input is exact)",
                       (long)precs[i]);
-        r.order[i] = i;
-    }
-    for (int i = 1; i < nprec; i++) /* the highest precision first (pool balance) */
-        for (int j = i; j > 0 && precs[r.order[j]] > precs[r.order[j - 1]]; j--) {
-            int t = r.order[j];
-            r.order[j] = r.order[j - 1], r.order[j - 1] = t;
-        }
     memset(out, 0, (size_t)nprec * sizeof *out);
     ra_status st = RA_OK;
     for (int i = 0; i < nprec && st == RA_OK; i++) {
@@ -368,17 +343,18 @@ ra_status ra_scan_run_multi(ra_scan_out *out, const mpfr_prec_t *precs, int npre
                 st = ra_mparr_init(&out[i].g[j], (size_t)ra_scan_in_numel(s, j), precs[i]);
         }
     }
-    if (st == RA_OK) {
-        ra_pool p = {.ntasks = nprec * r.lanes,
-                     .threads = threads,
-                     .widen_range = 1,
-                     .prog = prog,
-                     .ctx = &r,
-                     .ws_new = run_ws_new,
-                     .ws_free = run_ws_free,
-                     .task = run_task};
-        st = ra_pool_run(&p);
-    }
+    const ra_pool_multi p = {.nunits = s->B * s->N,
+                             .nprec = nprec,
+                             .precs = precs,
+                             .threads = threads,
+                             .widen_range = 1,
+                             .prog = prog,
+                             .ctx = &r,
+                             .ws_new = run_ws_new,
+                             .ws_free = run_ws_free,
+                             .unit = run_lane};
+    if (st == RA_OK)
+        st = ra_pool_run_multi(&p);
     if (st != RA_OK)
         for (int i = 0; i < nprec; i++)
             ra_scan_out_clear(&out[i]);
