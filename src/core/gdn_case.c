@@ -1,7 +1,6 @@
 /* The gated delta rule as a case: dimensions, parameters, validation. */
 #include "core/gdn_case.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,45 +14,13 @@
  * inconsistency in the same words.
  */
 
-#define SHAPE_MAX_DIM ((int64_t)1 << 31)
 
 ra_status ra_gdn_shape_parse(ra_gdn_shape *s, const char *text)
 {
     static const char *keys[] = {"B", "T", "Hk", "Hv", "K", "V", "H", "D"};
-    int64_t val[8] = {0};
-    int seen[8] = {0};
-    if (!text || !*text)
-        RA_ERROR("--shape: empty (expected e.g. B=1,T=64,Hk=1,Hv=2,K=16,V=16)", RA_EINVAL);
-    const char *p = text;
-    while (*p) {
-        const char *eq = strchr(p, '=');
-        const char *comma = strchr(p, ',');
-        if (!comma)
-            comma = p + strlen(p);
-        if (!eq || eq > comma)
-            RA_ERRORF(RA_EINVAL, "--shape '%s': field '%.*s' is not KEY=VALUE", text,
-                      (int)(comma - p), p);
-        int k = -1;
-        for (int i = 0; i < 8; i++)
-            if ((size_t)(eq - p) == strlen(keys[i]) && strncmp(p, keys[i], (size_t)(eq - p)) == 0)
-                k = i;
-        if (k < 0)
-            RA_ERRORF(RA_EINVAL, "--shape '%s': unknown key '%.*s' (B, T, Hk, Hv, H, K, V, D)",
-                      text, (int)(eq - p), p);
-        if (seen[k])
-            RA_ERRORF(RA_EINVAL, "--shape '%s': key '%s' given twice", text, keys[k]);
-        seen[k] = 1;
-        char *end;
-        errno = 0;
-        long long v = strtoll(eq + 1, &end, 10);
-        if (end == eq + 1 || end != comma || errno == ERANGE || v <= 0 || v > SHAPE_MAX_DIM)
-            RA_ERRORF(RA_EINVAL, "--shape '%s': %s must be a positive integer, got '%.*s'", text,
-                      keys[k], (int)(comma - eq - 1), eq + 1);
-        val[k] = v;
-        p = *comma ? comma + 1 : comma;
-        if (*comma && !*p)
-            RA_ERRORF(RA_EINVAL, "--shape '%s': trailing comma", text);
-    }
+    int64_t val[8];
+    int seen[8];
+    RA_TRY(ra_shape_kv_parse(val, seen, text, keys, 8, "B=1,T=64,Hk=1,Hv=2,K=16,V=16"));
     if (seen[6] && (seen[2] || seen[3]))
         RA_ERRORF(RA_EINVAL, "--shape '%s': give H or Hk/Hv, not both", text);
     if (seen[7] && (seen[4] || seen[5]))

@@ -1,7 +1,6 @@
 /* The affine scan family as cases: names, shape syntax, the one validator. */
 #include "core/scan_case.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +38,6 @@ int ra_scan_kind_of(const char *op)
 
 static int in_envelope(int64_t x) { return x == 1 || x == 2 || x == 4 || x == 8 || x == 16; }
 
-#define SHAPE_MAX_DIM ((int64_t)1 << 31)
 
 ra_status ra_scan_shape_parse(ra_scan_shape *s, ra_scan_kind kind, const char *text)
 {
@@ -49,39 +47,9 @@ ra_status ra_scan_shape_parse(ra_scan_shape *s, ra_scan_kind kind, const char *t
     const char *const *keys = affine ? keys_aff : keys_ew;
     const int nkeys = affine ? 5 : 3;
     const char *example = affine ? "B=2,T=64,N=4,k=2,v=1" : "B=2,T=64,D=8";
-    int64_t val[5] = {0};
-    int seen[5] = {0};
-    if (!text || !*text)
-        RA_ERRORF(RA_EINVAL, "--shape: empty (expected e.g. %s)", example);
-    const char *p = text;
-    while (*p) {
-        const char *eq = strchr(p, '='), *comma = strchr(p, ',');
-        if (!comma)
-            comma = p + strlen(p);
-        if (!eq || eq > comma)
-            RA_ERRORF(RA_EINVAL, "--shape '%s': field '%.*s' is not KEY=VALUE", text,
-                      (int)(comma - p), p);
-        int k = -1;
-        for (int i = 0; i < nkeys; i++)
-            if ((size_t)(eq - p) == strlen(keys[i]) && strncmp(p, keys[i], (size_t)(eq - p)) == 0)
-                k = i;
-        if (k < 0)
-            RA_ERRORF(RA_EINVAL, "--shape '%s': unknown key '%.*s' (%s takes %s)", text,
-                      (int)(eq - p), p, names[kind][0], affine ? "B, T, N, k, v" : "B, T, D");
-        if (seen[k])
-            RA_ERRORF(RA_EINVAL, "--shape '%s': key '%s' given twice", text, keys[k]);
-        seen[k] = 1;
-        char *end;
-        errno = 0;
-        long long v = strtoll(eq + 1, &end, 10);
-        if (end == eq + 1 || end != comma || errno == ERANGE || v <= 0 || v > SHAPE_MAX_DIM)
-            RA_ERRORF(RA_EINVAL, "--shape '%s': %s must be a positive integer, got '%.*s'", text,
-                      keys[k], (int)(comma - eq - 1), eq + 1);
-        val[k] = v;
-        p = *comma ? comma + 1 : comma;
-        if (*comma && !*p)
-            RA_ERRORF(RA_EINVAL, "--shape '%s': trailing comma", text);
-    }
+    int64_t val[5];
+    int seen[5];
+    RA_TRY(ra_shape_kv_parse(val, seen, text, keys, nkeys, example));
     for (int i = 0; i < nkeys; i++)
         if (!seen[i])
             RA_ERRORF(RA_EINVAL, "--shape '%s': missing %s (e.g. %s)", text, keys[i], example);
