@@ -41,7 +41,7 @@ expect_status 0 check case.safetensors fwd.safetensors
 expect_grep out '^o  *f64 ' "forward-only result checked"
 grep -q '^dq ' out && fail "forward-only check reported gradients"
 expect_status 0 check --format csv case.safetensors f32.safetensors
-expect_grep out '^tensor,dtype,max_ulp,p99_ulp,rel_rms,max_rel,max_abs,cos,nan,inf,worst,value,ref,gates$' "csv header"
+expect_grep out '^tensor,dtype,max_ulp,p99_ulp,max_ulp_rms,rel_rms,max_rel,max_abs,cos,nan,inf,worst,value,ref,gates$' "csv header"
 expect_grep err '^reference: ' "csv: the reference line goes to stderr"
 
 # --ref: a reference file written by `recaudit ref` (when that command is

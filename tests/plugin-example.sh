@@ -4,6 +4,20 @@
 . "${top_srcdir:-.}/tests/plugin-lib.sh"
 so=$(plugin_so examples/plugin libgdnexample) || exit $?
 
+# Every ra_* symbol the example leaves undefined (the ABI it calls,
+# ra_case_param_bool/double among them) is exported by the executable:
+# that is where a plugin built against the installed header finds them.
+if command -v nm >/dev/null 2>&1 && nm -D --defined-only "$RECAUDIT" >/dev/null 2>&1; then
+    need=$(nm -D --undefined-only "$so" | awk '$2 ~ /^ra_/ {print $2}')
+    have=$(nm -D --defined-only "$RECAUDIT" | awk '{print $NF}')
+    for sym in ra_case_param_bool ra_case_param_double; do
+        echo "$need" | grep -qx "$sym" || fail "the example does not call $sym"
+    done
+    for sym in $need; do
+        echo "$have" | grep -qx "$sym" || fail "$sym is not exported by $RECAUDIT"
+    done
+fi
+
 expect_status 0 list variants --plugin "$so" 'gdn.example.*'
 expect_grep out "^gdn.example.f64 .* gdn .* cpu .* fwd,bwd,h0,gqa,tail .*$so\$" "listed with its plugin"
 

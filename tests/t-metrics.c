@@ -136,7 +136,11 @@ START_TEST(special_small_vectors)
     ck_assert(fabs(m.rel_rms - sqrt(1.0 / 39.0)) <= 0x1p-52 * sqrt(1.0 / 39.0));
     ck_assert(fabs(m.cos - 34.0 / sqrt(1170.0)) <= 0x1p-52);
     ck_assert(m.max_ulp == 0x1p21 && m.p99_ulp == 0x1p21);
+    /* rms(z) = sqrt(39/4) = 3.12 in [2, 4): its f32 ulp 2^-22, bf16 2^-6. */
+    ck_assert(m.max_ulp_rms == 0x1p22);
+    ck_assert_int_eq(m.ulp_n, 4);
     ck_assert_int_eq(m.worst_index, 3);
+    ck_assert(metrics(RA_BF16, RA_F32, y, z, 4).max_ulp_rms == 64.0);
     ck_assert(m.worst_value == 4.0 && m.worst_ref == 5.0);
     ck_assert_int_eq(m.nan_count, 0);
     ck_assert_int_eq(m.inf_count, 0);
@@ -245,12 +249,19 @@ END_TEST
 START_TEST(special_names)
 {
     const char *const *names = ra_metric_names();
-    const char *want[] = {"max_abs", "max_rel", "rel_rms", "cos", "max_ulp", "p99_ulp"};
-    for (int i = 0; i < 6; i++)
+    const char *want[] = {"max_abs", "max_rel", "rel_rms",    "cos",
+                          "max_ulp", "p99_ulp", "max_ulp_rms"};
+    for (int i = 0; i < 7; i++)
         ck_assert_str_eq(names[i], want[i]);
-    ck_assert(names[6] == NULL);
-    ra_metrics m = {.max_abs = 1, .max_rel = 2, .rel_rms = 3, .cos = 4, .max_ulp = 5, .p99_ulp = 6};
-    for (int i = 0; i < 6; i++) {
+    ck_assert(names[7] == NULL);
+    ra_metrics m = {.max_abs = 1,
+                    .max_rel = 2,
+                    .rel_rms = 3,
+                    .cos = 4,
+                    .max_ulp = 5,
+                    .p99_ulp = 6,
+                    .max_ulp_rms = 7};
+    for (int i = 0; i < 7; i++) {
         double v = 0;
         ck_assert_int_eq(ra_metrics_get(&v, &m, want[i]), RA_OK);
         ck_assert(v == i + 1);
@@ -284,6 +295,61 @@ START_TEST(special_index_format)
     ck_assert_str_eq(buf, "[flat -1]");
     ra_index_format(buf, 6, 87, 4, shape); /* truncated but terminated */
     ck_assert_str_eq(buf, "[0, 3");
+}
+END_TEST
+
+/* --- regress: ulps only where the reference element is conditioned ----------------- */
+
+START_TEST(regress_ulp_zero_reference)
+{
+    /* dg at t = 0 without h0 is exactly 0 and a correct chunked kernel
+       leaves a rounding residue there: max_ulp was 2^-30 / 2^-149 = 2^119.
+       z = [0, 1, -1, 1]: rms = sqrt(3)/2 = 0.87, floor 2^-10 rms, so the
+       zero is left out of the ulps (the three others are exact: max_ulp
+       0); at the tensor's scale the residue is 2^-30 / ulp_f32(0.87) =
+       2^-30 / 2^-24 = 2^-6 ulps. */
+    double z[4] = {0, 1, -1, 1}, y[4] = {0x1p-30, 1, -1, 1};
+    ra_metrics m = metrics(RA_F32, RA_F32, y, z, 4);
+    ck_assert_msg(m.max_ulp == 0 && m.p99_ulp == 0, "max_ulp %g p99 %g", m.max_ulp, m.p99_ulp);
+    ck_assert_int_eq(m.ulp_n, 3);
+    ck_assert(m.max_ulp_rms == 0x1p-6);
+    ck_assert(m.max_abs == 0x1p-30);
+    ck_assert(isfinite(m.max_rel) && isfinite(m.rel_rms));
+}
+END_TEST
+
+START_TEST(regress_ulp_conditioned_rule)
+{
+    /* z = [3, 4, 3, 4, 0, f(1 + 2^-8), f(1 - 2^-8), -f(1 + 2^-8)] with
+       f = 2.5 2^-10: the big four give rms^2 = 50/8 = 6.25, the small ones
+       move rms by a relative 2^-21 or less, so the floor 2^-10 rms is f to
+       far better than the 2^-8 margins.  Counted: 0..3, 5 and 7 (|z| above
+       f, the sign does not matter); left out: 4 (zero) and 6 (just
+       below).  Errors (f64 results, f32 ulps): element 1 (4, ulp 2^-21)
+       2^-22 = 0.5 ulp; element 5 (in [2^-9, 2^-8): ulp 2^-32) 2^-32 = 1
+       ulp; element 6 (same binade) 2^-30 = 4 ulps and element 4 2^-40 =
+       2^109 ulps of 2^-149, both left out.  So max_ulp = p99 (rank 6 of 6)
+       = 1 at element 5; max_abs 2^-22 (element 1), over ulp_f32(2.5) =
+       2^-22: max_ulp_rms 1. */
+    const double f = 2.5 * 0x1p-10;
+    double z[8] = {3, 4, 3, 4, 0, f * (1 + 0x1p-8), f * (1 - 0x1p-8), -f * (1 + 0x1p-8)};
+    double y[8];
+    memcpy(y, z, sizeof y);
+    y[1] += 0x1p-22, y[4] += 0x1p-40, y[5] += 0x1p-32, y[6] += 0x1p-30;
+    ra_metrics m = metrics(RA_F32, RA_F64, y, z, 8);
+    ck_assert_int_eq(m.ulp_n, 6);
+    ck_assert_msg(fabs(m.ulp_floor - f) <= 0x1p-20 * f, "floor %a", m.ulp_floor);
+    ck_assert_msg(m.max_ulp == 1.0 && m.p99_ulp == 1.0, "max_ulp %a p99 %a", m.max_ulp, m.p99_ulp);
+    ck_assert_int_eq(m.worst_index, 5);
+    ck_assert(m.max_abs == 0x1p-22);
+    ck_assert(m.max_ulp_rms == 1.0);
+    /* Moving element 6 above the floor brings its 4 ulps in. */
+    z[6] = y[6] = f * (1 + 0x1p-7);
+    y[6] += 0x1p-30;
+    m = metrics(RA_F32, RA_F64, y, z, 8);
+    ck_assert_int_eq(m.ulp_n, 7);
+    ck_assert(m.max_ulp == 4.0);
+    ck_assert_int_eq(m.worst_index, 6);
 }
 END_TEST
 
@@ -347,12 +413,15 @@ START_TEST(random_p99_vs_sort)
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         int64_t n = sizes[k];
         ra_tensor *ty = vec("y", RA_BF16, n, NULL), *tz = vec("z", RA_F64, n, NULL);
-        double *u = malloc((size_t)n * sizeof *u);
+        double *u = malloc((size_t)n * sizeof *u), *zs = malloc((size_t)n * sizeof *zs);
+        double ss = 0; /* sum of z^2: |z| < 2^20, no overflow in double */
         for (int64_t i = 0; i < n; i++) {
             double z = ldexp(2 * ra_rng_uniform_open(r) - 1, (int)(ra_rng_u32(r) % 40) - 20);
             if (ra_rng_u32(r) % 50 == 0)
                 z = 0;
             ra_tensor_set(tz, i, z);
+            zs[i] = z;
+            ss += z * z;
             /* The result: z truncated to a multiple of its bf16 ulp (at most
                2^8 of them: a bf16 number), then moved a few ulps now and
                then; what the tensor holds is read back.  |y - z| is exact
@@ -366,14 +435,22 @@ START_TEST(random_p99_vs_sort)
             y = ra_tensor_get(ty, i);
             u[i] = fabs(y - z) / uz;
         }
+        /* Only |z| >= 2^-10 rms(z) have ulps (z spans 2^40, so most do not). */
+        const double floor_z = ldexp(sqrt(ss / (double)n), -10);
+        int64_t nc = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (fabs(zs[i]) >= floor_z)
+                u[nc++] = u[i];
         ra_metrics m;
         ck_assert_int_eq(ra_metrics_compute(&m, ty, tz, RA_BF16), RA_OK);
-        qsort(u, (size_t)n, sizeof *u, tu_cmp_double);
-        int64_t rank = (int64_t)ceil(0.99 * (double)n);
+        ck_assert_int_eq(m.ulp_n, nc);
+        qsort(u, (size_t)nc, sizeof *u, tu_cmp_double);
+        int64_t rank = (int64_t)ceil(0.99 * (double)nc);
         ck_assert_msg(m.p99_ulp == u[rank - 1], "n %lld: p99 %a, sort %a", (long long)n, m.p99_ulp,
                       u[rank - 1]);
-        ck_assert(m.max_ulp == u[n - 1]);
+        ck_assert(m.max_ulp == u[nc - 1]);
         free(u);
+        free(zs);
         ra_tensor_free(ty);
         ra_tensor_free(tz);
     }
@@ -387,6 +464,8 @@ static Suite *metrics_suite(void)
     tu_tcase(s, "special", tu_capture, NULL, special_one_ulp, special_ulp_floor,
              special_ulp_ceiling, special_small_vectors, special_zeros, special_nonfinite,
              special_shapes_and_empty, special_extreme_scales, special_names, special_index_format);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_ulp_zero_reference,
+             regress_ulp_conditioned_rule);
     tu_tcase(s, "data", tu_capture, NULL, data_p99_rank);
     tu_tcase(s, "random", tu_capture, NULL, random_p99_vs_sort);
     return s;

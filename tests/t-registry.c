@@ -2,11 +2,14 @@
 #include <config.h>
 
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "audit/registry.h"
+#include "core/gdn_case.h"
+#include "core/kv.h"
 #include "core/op.h"
 #include "core/status.h"
 #include "core/table.h"
@@ -258,12 +261,85 @@ START_TEST(data_plugins)
 }
 END_TEST
 
+/* Forward of v on c into a fresh out; the status. */
+static ra_status run_fwd(const ra_variant *v, const ra_case *c, ra_tensors *out)
+{
+    ra_run run = {.threads = 1, .device = 0, .elapsed_ms = -1, .user = NULL};
+    ra_tensors_init(out);
+    return v->forward(v, c, out, &run);
+}
+
+START_TEST(regress_plugin_params)
+{
+    /* The example plugin read its parameters by hand: any l2norm text but
+       "false"/"0" was a request for normalisation (l2norm=off, which the
+       host reads as false, was refused as unsupported; l2norm=maybe too,
+       where the host says the case is malformed) and l2eps was never
+       read.  Through the exported readers it takes and refuses what the
+       built-in gdn.cpu.f64 does, and agrees with it, value for value, on a
+       case with scale and l2eps off their defaults (scale 0.3, not K^-1/2
+       = 0.5: a variant that ignored it would be 0.6x off). */
+    const char *path = tu_buildpath("examples/plugin/.libs/libgdnexample.so");
+    if (!path) {
+        fprintf(stderr, "t-registry: top_builddir unset, plugin tests skipped\n");
+        return;
+    }
+    ra_registry *r;
+    ck_assert_int_eq(ra_registry_new(&r), RA_OK);
+    ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_OK);
+    const ra_variant *ex = ra_registry_find(r, "gdn.example.f64");
+    const ra_variant *host = ra_registry_find(r, "gdn.cpu.f64");
+    ck_assert_ptr_nonnull(ex);
+    ck_assert_ptr_nonnull(host);
+    const ra_gdn_shape s = {1, 8, 1, 2, 4, 4};
+    ra_case c;
+    tu_gdn_generate(&c, &s, RA_F32, NULL, 11, 0, 0);
+    ck_assert_int_eq(ra_kv_set(&c.params, "l2norm", "Off"), RA_OK);
+    ck_assert_int_eq(ra_kv_set(&c.params, "scale", "0.3"), RA_OK);
+    ck_assert_int_eq(ra_kv_set(&c.params, "l2eps", "0.25"), RA_OK);
+    ra_tensors a, b;
+    ck_assert_msg(run_fwd(ex, &c, &a) == RA_OK, "example: %s", ra_last_error());
+    ck_assert_msg(run_fwd(host, &c, &b) == RA_OK, "host: %s", ra_last_error());
+    const ra_tensor *oa = tu_tensor(&a, "o"), *ob = tu_tensor(&b, "o");
+    ck_assert_int_eq(oa->numel, ob->numel);
+    double omax = 0, dmax = 0;
+    for (int64_t i = 0; i < oa->numel; i++) {
+        omax = fmax(omax, fabs(ra_tensor_get(ob, i)));
+        dmax = fmax(dmax, fabs(ra_tensor_get(oa, i) - ra_tensor_get(ob, i)));
+    }
+    /* Two f64 evaluations of the same recurrence: rounding only. */
+    ck_assert_msg(omax > 0 && dmax <= 0x1p-40 * omax, "o differs by %g of %g", dmax, omax);
+    ra_tensors_clear(&a);
+    ra_tensors_clear(&b);
+
+    /* Malformed or out-of-range texts: both refuse with RA_EINVAL, the
+       example naming the parameter and its text as the host does. */
+    const char *bad[][2] = {
+        {"l2norm", "maybe"}, {"l2eps", "-1"}, {"l2eps", "1e-6x"}, {"scale", "inf"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ra_case d;
+        tu_gdn_generate(&d, &s, RA_F32, NULL, 11, 0, 0);
+        ck_assert_int_eq(ra_kv_set(&d.params, bad[i][0], bad[i][1]), RA_OK);
+        ck_assert_msg(run_fwd(ex, &d, &a) == RA_EINVAL, "example on %s=%s: %s", bad[i][0],
+                      bad[i][1], ra_last_error());
+        tu_has(ra_last_error(), bad[i][0]);
+        ck_assert_msg(run_fwd(host, &d, &b) == RA_EINVAL, "host on %s=%s", bad[i][0], bad[i][1]);
+        ra_tensors_clear(&a);
+        ra_tensors_clear(&b);
+        ra_case_clear(&d);
+    }
+    ra_case_clear(&c);
+    ra_registry_free(r);
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
     Suite *s = suite_create("registry");
     tu_tcase(s, "special", tu_capture, NULL, special_builtin, special_glob, special_add,
              special_caps_and_table);
     tu_tcase(s, "data", tu_capture, NULL, data_plugins);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_plugin_params);
     return s;
 }
 

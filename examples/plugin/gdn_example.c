@@ -20,6 +20,8 @@
  * The variant's envelope excludes in-kernel L2 normalisation: it does not
  * claim RA_GDN_CAP_L2NORM, validate skips the suite rows that ask for it, and a
  * case with l2norm=true given directly is refused with RA_EUNSUPPORTED.
+ * Parameters are read with the host's readers (ra_case_param_bool,
+ * ra_case_param_double): a malformed text is RA_EINVAL, as in the host.
  *
  * Built with -DPLANT_DEFECT it carries one deliberate bug, a sign error in
  * the dk term that flows through the state (dk = lambda u + beta S~ du),
@@ -94,18 +96,25 @@ static ra_status load(gdn *p, const ra_case *c, int need_do)
         FAIL(RA_EINVAL, "gdn.example: inconsistent shapes of q, k, v, g, beta, h0, dht");
     if (need_do && !dims_are(p->do_, 4, p->B, p->T, p->Hv, p->V))
         FAIL(RA_EINVAL, "gdn.example: the backward needs do [B,T,Hv,V]");
-    const char *l2 = ra_case_param(c, "l2norm");
-    if (l2 && strcmp(l2, "false") && strcmp(l2, "0"))
+    /* The parameters through the host's own readers (recaudit/plugin.h),
+       so that this variant takes and refuses the texts the built-in ones
+       do: l2norm=off is false, l2norm=maybe is an error, not a request. */
+    int l2norm;
+    double l2eps;
+    ra_status st = ra_case_param_bool(&l2norm, c, "l2norm", 0);
+    if (st != RA_OK)
+        return st;
+    if ((st = ra_case_param_double(&p->scale, c, "scale", 1.0 / sqrt((double)p->K))) != RA_OK)
+        return st;
+    /* l2eps only enters the normalisation this variant does not do, but a
+       case the host refuses is refused here too. */
+    if ((st = ra_case_param_double(&l2eps, c, "l2eps", 1e-6)) != RA_OK)
+        return st;
+    if (l2eps < 0)
+        FAIL(RA_EINVAL, "gdn.example: parameter 'l2eps' must be >= 0");
+    if (l2norm)
         FAIL(RA_EUNSUPPORTED, "gdn.example: l2norm=true is outside this variant's envelope "
                               "(no RA_GDN_CAP_L2NORM capability)");
-    const char *scale = ra_case_param(c, "scale");
-    p->scale = 1.0 / sqrt((double)p->K);
-    if (scale) {
-        char *end;
-        p->scale = strtod(scale, &end);
-        if (end == scale || *end != '\0' || !isfinite(p->scale))
-            FAIL(RA_EINVAL, "gdn.example: parameter 'scale' is not a finite number");
-    }
     return RA_OK;
 }
 

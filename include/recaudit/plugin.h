@@ -44,7 +44,10 @@
  * 3 — rows carry a data pointer and the functions receive their row;
  * rows declare their precision class; capability bits beyond
  * RA_FWD/RA_BWD are defined per operation (recaudit/gdn.h for gdn);
- * ra_run lost its test-only faults field.
+ * ra_run lost its test-only faults field.  The case-parameter readers
+ * ra_case_param_bool/double/int were exported from the start (the
+ * executable exports all of its ra_* API) and are declared here since;
+ * a plugin that calls them loads into any version-3 recaudit.
  */
 
 #include "recaudit/types.h"
@@ -114,7 +117,20 @@ void ra_error(const char *reason, const char *file, int line, ra_status code);
 
 /* Case access. */
 ra_tensor *ra_tensors_find(const ra_tensors *ts, const char *name);
+/* A parameter's text as the case file holds it; NULL when absent. */
 const char *ra_case_param(const ra_case *c, const char *key);
+
+/* Parameter readers, the ones the built-in variants use (the case checks),
+   so that a plugin accepts and refuses exactly the texts the host does.
+   An absent parameter gives dflt.  A present but malformed one is
+   reported (ra_error, naming the parameter and its text) and refused with
+   RA_EINVAL, *out untouched.  Accepted texts: booleans 1, true, yes, on /
+   0, false, no, off in any case; doubles a whole strtod number that is
+   finite (no overflow); integers a whole base-10 strtol number in range.
+   Range checks of the operation (gdn: l2eps >= 0) are the caller's. */
+ra_status ra_case_param_bool(int *out, const ra_case *c, const char *key, int dflt);
+ra_status ra_case_param_double(double *out, const ra_case *c, const char *key, double dflt);
+ra_status ra_case_param_int(long *out, const ra_case *c, const char *key, long dflt);
 
 /* New zero tensor appended to ts (replacing one of the same name). */
 ra_status ra_tensors_new(ra_tensors *ts, ra_tensor **out, const char *name, ra_dtype dtype,

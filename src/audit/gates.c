@@ -103,7 +103,7 @@ static ra_status add_row(void *ctx, char **f, int line, const char *what)
     if (!metric_known(f[4]))
         RA_ERRORF(RA_EFORMAT,
                   "%s line %d: unknown metric '%s' (max_abs, max_rel, rel_rms, cos, max_ulp, "
-                  "p99_ulp)",
+                  "p99_ulp, max_ulp_rms)",
                   what, line, f[4]);
     char *end;
     errno = 0;

@@ -93,12 +93,12 @@ static void gates_summary(char *buf, size_t len, const ra_rows *rows, size_t fro
 
 ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, int with_variant)
 {
-    static const char *const h[] = {"variant", "tensor",  "dtype",   "max_ulp", "p99_ulp",
-                                    "rel_rms", "max_rel", "max_abs", "cos",     "nan",
-                                    "inf",     "worst",   "value",   "ref",     "gates"};
+    static const char *const h[] = {
+        "variant", "tensor", "dtype", "max_ulp", "p99_ulp", "max_ulp_rms", "rel_rms", "max_rel",
+        "max_abs", "cos",    "nan",   "inf",     "worst",   "value",       "ref",     "gates"};
     int off = with_variant ? 0 : 1;
     ra_table *t;
-    RA_TRY(ra_table_new(&t, 15 - off, h + off));
+    RA_TRY(ra_table_new(&t, 16 - off, h + off));
     ra_status st = RA_OK;
     for (size_t i = 0; st == RA_OK && i < rows->n;) {
         /* Rows of one (variant, tensor) are adjacent: ra_check_compare
@@ -109,33 +109,34 @@ ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, i
                memcmp(&rows->v[j].id, &rows->v[i].id, sizeof rows->v[i].id) == 0)
             j++;
         const ra_row *r = &rows->v[i];
-        char c[14][96];
+        char c[15][96];
         char gates[128];
         gates_summary(gates, sizeof gates, rows, i, j);
-        for (int k = 0; k < 14; k++)
+        for (int k = 0; k < 15; k++)
             snprintf(c[k], sizeof c[k], "-");
         if (r->has_metrics) {
             const ra_metrics *m = &r->m;
             snprintf(c[0], sizeof c[0], "%s", ra_dtype_name(m->ulp_dtype));
             fmt_num(c[1], sizeof c[1], m->max_ulp);
             fmt_num(c[2], sizeof c[2], m->p99_ulp);
-            fmt_num(c[3], sizeof c[3], m->rel_rms);
-            fmt_num(c[4], sizeof c[4], m->max_rel);
-            fmt_num(c[5], sizeof c[5], m->max_abs);
+            fmt_num(c[3], sizeof c[3], m->max_ulp_rms);
+            fmt_num(c[4], sizeof c[4], m->rel_rms);
+            fmt_num(c[5], sizeof c[5], m->max_rel);
+            fmt_num(c[6], sizeof c[6], m->max_abs);
             if (m->cos == 1.0)
-                snprintf(c[6], sizeof c[6], "1");
+                snprintf(c[7], sizeof c[7], "1");
             else if (isfinite(m->cos) && m->cos > 0.999)
-                snprintf(c[6], sizeof c[6], "1-%.2g", 1 - m->cos);
+                snprintf(c[7], sizeof c[7], "1-%.2g", 1 - m->cos);
             else
-                fmt_num(c[6], sizeof c[6], m->cos);
-            snprintf(c[7], sizeof c[7], "%lld", (long long)m->nan_count);
-            snprintf(c[8], sizeof c[8], "%lld", (long long)m->inf_count);
-            snprintf(c[9], sizeof c[9], "%s", r->worst_at);
-            snprintf(c[10], sizeof c[10], "%.6g", m->worst_value);
-            snprintf(c[11], sizeof c[11], "%.6g", m->worst_ref);
+                fmt_num(c[7], sizeof c[7], m->cos);
+            snprintf(c[8], sizeof c[8], "%lld", (long long)m->nan_count);
+            snprintf(c[9], sizeof c[9], "%lld", (long long)m->inf_count);
+            snprintf(c[10], sizeof c[10], "%s", r->worst_at);
+            snprintf(c[11], sizeof c[11], "%.6g", m->worst_value);
+            snprintf(c[12], sizeof c[12], "%.6g", m->worst_ref);
         }
-        const char *cells[15] = {r->variant, r->tensor, c[0], c[1], c[2],  c[3],  c[4], c[5],
-                                 c[6],       c[7],      c[8], c[9], c[10], c[11], gates};
+        const char *cells[16] = {r->variant, r->tensor, c[0], c[1], c[2],  c[3],  c[4],  c[5],
+                                 c[6],       c[7],      c[8], c[9], c[10], c[11], c[12], gates};
         st = ra_table_add_row(t, cells + off);
         i = j;
     }
@@ -277,6 +278,9 @@ static json_t *row_json(const ra_row *r)
             e |= jset(mj, "cos", jnum(m->cos));
             e |= jset(mj, "max_ulp", jnum(m->max_ulp));
             e |= jset(mj, "p99_ulp", jnum(m->p99_ulp));
+            e |= jset(mj, "max_ulp_rms", jnum(m->max_ulp_rms));
+            e |= jset(mj, "ulp_n", json_integer((json_int_t)m->ulp_n));
+            e |= jset(mj, "ulp_floor", jnum(m->ulp_floor));
             e |= jset(mj, "ulp_dtype", json_string(ra_dtype_name(m->ulp_dtype)));
             e |= jset(mj, "nan_count", json_integer((json_int_t)m->nan_count));
             e |= jset(mj, "inf_count", json_integer((json_int_t)m->inf_count));

@@ -11,6 +11,7 @@
 
 #include "core/io.h"
 #include "core/metrics.h"
+#include "recaudit/plugin.h" /* its declarations of the parameter readers must match */
 
 /*
  * Parameters stay strings end to end (they are safetensors metadata); the

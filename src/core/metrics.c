@@ -15,13 +15,19 @@
  * (exact whenever y and z are within a factor 2, x86's 64-bit significand
  * or wider) beyond the final conversion to double.
  *
+ * Which elements have ulps (metrics.h says why): a first pass over the
+ * reference finds max|z| and rms(z) (sum of squares of z 2^-E, 2^E the
+ * largest magnitude, as below); elements with |z_i| < 2^-10 rms(z) are
+ * left out of max_ulp, p99_ulp and the worst element, and nothing else.
+ * max_ulp_rms is max|err| over ulp(rms(z)), a power of two, so it is as
+ * exact as max_abs.
+ *
  * p99 is the nearest-rank percentile: the value of rank ceil(0.99 n) in
- * ascending order.  ulp errors are non-negative doubles, whose bit patterns
- * order like unsigned integers, so the element of that rank is found by a
- * radix selection on the 64-bit pattern, 16 bits per pass (4 passes, 2^16
- * counters): O(n) time and no copy of the data, which matters at 10^8
- * elements.  Each pass recomputes ulp_i with the same code, so all passes
- * see the same values.
+ * ascending order, n the number of conditioned elements.  ulp errors are non-negative doubles,
+ * whose bit patterns order like unsigned integers, so the element of that rank is found by a radix
+ * selection on the 64-bit pattern, 16 bits per pass (4 passes, 2^16 counters): O(n) time and no
+ * copy of the data, which matters at 10^8 elements.  Each pass recomputes ulp_i with the same code,
+ * so all passes see the same values.
  *
  * The first pass also finds NaN/Inf in the result, the maxima and the worst
  * element; the second accumulates the sums (long double, flat order) of
@@ -38,8 +44,8 @@
  * An empty tensor has every error 0, cos 1 and no worst element (-1).
  */
 
-static const char *const metric_names[] = {"max_abs", "max_rel", "rel_rms", "cos",
-                                           "max_ulp", "p99_ulp", NULL};
+static const char *const metric_names[] = {"max_abs", "max_rel", "rel_rms",     "cos",
+                                           "max_ulp", "p99_ulp", "max_ulp_rms", NULL};
 
 const char *const *ra_metric_names(void) { return metric_names; }
 
@@ -47,14 +53,16 @@ int ra_metric_higher_is_better(const char *name) { return name && strcmp(name, "
 
 ra_status ra_metrics_get(double *out, const ra_metrics *m, const char *name)
 {
-    const double vals[] = {m->max_abs, m->max_rel, m->rel_rms, m->cos, m->max_ulp, m->p99_ulp};
+    const double vals[] = {m->max_abs, m->max_rel, m->rel_rms,    m->cos,
+                           m->max_ulp, m->p99_ulp, m->max_ulp_rms};
     for (size_t i = 0; name && metric_names[i]; i++)
         if (strcmp(name, metric_names[i]) == 0) {
             *out = vals[i];
             return RA_OK;
         }
     RA_ERRORF(RA_ENOTFOUND,
-              "unknown metric '%s' (expected max_abs, max_rel, rel_rms, cos, max_ulp or p99_ulp)",
+              "unknown metric '%s' (expected max_abs, max_rel, rel_rms, cos, max_ulp, p99_ulp or "
+              "max_ulp_rms)",
               name ? name : "(null)");
 }
 
@@ -112,16 +120,20 @@ static uint64_t dbits(double x)
     return b;
 }
 
-/* One radix pass: histogram of the 16-bit digit at `shift` among elements
-   whose bits above it equal `prefix` (bits below shift + 16 masked). */
+/* One radix pass: histogram of the 16-bit digit at `shift` among the
+   conditioned elements (|z| >= floor) whose bits above it equal `prefix`
+   (bits below shift + 16 masked). */
 static void radix_pass(uint64_t *hist, const ra_tensor *y, const ra_tensor *z, const ulp_ctx *u,
-                       int shift, uint64_t prefix)
+                       double floor, int shift, uint64_t prefix)
 {
     memset(hist, 0, 65536 * sizeof *hist);
     uint64_t high_mask = shift + 16 >= 64 ? 0 : ~UINT64_C(0) << (shift + 16);
     for (int64_t i = 0; i < y->numel; i++) {
+        double zi = ra_tensor_get(z, i);
+        if (!(fabs(zi) >= floor))
+            continue;
         long double err;
-        uint64_t b = dbits(ulp_error(u, ra_tensor_get(y, i), ra_tensor_get(z, i), &err));
+        uint64_t b = dbits(ulp_error(u, ra_tensor_get(y, i), zi, &err));
         if ((b & high_mask) == prefix)
             hist[(b >> shift) & 0xFFFF]++;
     }
@@ -166,16 +178,30 @@ ra_status ra_metrics_compute(ra_metrics *m, const ra_tensor *result, const ra_te
     m->ulp_dtype = ulp_dtype;
     m->worst_index = -1;
 
+    /* Pass 0: max|z| and rms(z), hence the floor of the conditioned
+       elements. */
+    double zmax = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        if (fabs(ra_tensor_get(ref, i)) > zmax)
+            zmax = fabs(ra_tensor_get(ref, i));
+    int zsc = zmax > 0.0 ? -ilogb(zmax) : 0;
+    long double zss = 0;
+    for (int64_t i = 0; i < n; i++) {
+        long double z = ldexpl(ra_tensor_get(ref, i), zsc);
+        zss += z * z;
+    }
+    const double zrms = n > 0 ? ldexp((double)sqrtl(zss / n), -zsc) : 0.0;
+    const double floor = ldexp(zrms, -10);
+    m->ulp_floor = floor;
+
     /* Pass 1: non-finite results, maxima, worst element, top radix digit. */
     uint64_t *hist = calloc(65536, sizeof *hist);
     if (!hist)
         RA_ERROR("metrics: out of memory", RA_ENOMEM);
     int64_t first_nan = -1, first_inf = -1;
-    double max_abs = 0.0, max_ulp = -1.0, zmax = 0.0, ymax = 0.0;
+    double max_abs = 0.0, max_ulp = 0.0, ymax = 0.0;
     for (int64_t i = 0; i < n; i++) {
         double y = ra_tensor_get(result, i), z = ra_tensor_get(ref, i);
-        if (fabs(z) > zmax)
-            zmax = fabs(z);
         if (!isfinite(y)) {
             if (isnan(y)) {
                 m->nan_count++;
@@ -195,7 +221,10 @@ ra_status ra_metrics_compute(ra_metrics *m, const ra_tensor *result, const ra_te
         double ae = (double)fabsl(err);
         if (ae > max_abs)
             max_abs = ae;
-        if (ue > max_ulp) {
+        if (!(fabs(z) >= floor))
+            continue;
+        m->ulp_n++;
+        if (m->worst_index < 0 || ue > max_ulp) {
             max_ulp = ue;
             m->worst_index = i;
         }
@@ -204,7 +233,7 @@ ra_status ra_metrics_compute(ra_metrics *m, const ra_tensor *result, const ra_te
     if (first_nan >= 0 || first_inf >= 0) {
         int64_t w = first_nan >= 0 ? first_nan : first_inf;
         double v = first_nan >= 0 ? NAN : INFINITY;
-        m->max_abs = m->max_rel = m->rel_rms = m->max_ulp = m->p99_ulp = v;
+        m->max_abs = m->max_rel = m->rel_rms = m->max_ulp = m->p99_ulp = m->max_ulp_rms = v;
         m->cos = NAN;
         m->worst_index = w;
         m->worst_value = ra_tensor_get(result, w);
@@ -219,6 +248,7 @@ ra_status ra_metrics_compute(ra_metrics *m, const ra_tensor *result, const ra_te
     }
     m->max_abs = max_abs;
     m->max_ulp = max_ulp;
+    m->max_ulp_rms = max_abs / ra_dtype_ulp(zrms, ulp_dtype); /* a power of two */
     m->worst_value = ra_tensor_get(result, m->worst_index);
     m->worst_ref = ra_tensor_get(ref, m->worst_index);
     m->max_rel = zmax > 0.0 ? max_abs / zmax : (max_abs > 0.0 ? INFINITY : 0.0);
@@ -244,11 +274,13 @@ ra_status ra_metrics_compute(ra_metrics *m, const ra_tensor *result, const ra_te
     else
         m->cos = (double)(syz / (sqrtl(syy) * sqrtl(szz)));
 
-    /* Passes 2..4 of the radix selection for rank ceil(0.99 n). */
-    uint64_t k = (uint64_t)((99 * n + 99) / 100) - 1; /* ceil(0.99 n) - 1 */
+    /* Passes 2..4 of the radix selection for rank ceil(0.99 ulp_n); ulp_n
+       >= 1 here (some |z_i| >= rms(z) >= floor, or floor = 0). */
+    const int64_t nc = m->ulp_n;
+    uint64_t k = (uint64_t)((99 * nc + 99) / 100) - 1; /* ceil(0.99 nc) - 1 */
     uint64_t prefix = (uint64_t)radix_pick(hist, &k) << 48;
     for (int shift = 32; shift >= 0; shift -= 16) {
-        radix_pass(hist, result, ref, &u, shift, prefix);
+        radix_pass(hist, result, ref, &u, floor, shift, prefix);
         prefix |= (uint64_t)radix_pick(hist, &k) << shift;
     }
     memcpy(&m->p99_ulp, &prefix, sizeof prefix);
