@@ -267,12 +267,11 @@ START_TEST(special_suite_params)
 {
     ra_suite s;
     ra_suite_init(&s);
-    ck_assert_msg(
-        ra_suite_parse(&s,
-                       SHDR "gdn\tB=1,T=5,Hk=1,Hv=1,K=4,V=2\tdefault\tf32\tfwd+bwd\t3\t"
-                            "scale=0.3,no-dht,h0\n",
-                       "params.tsv") == RA_OK,
-        "%s", ra_last_error());
+    ck_assert_msg(ra_suite_parse(&s,
+                                 SHDR "gdn\tB=1,T=5,Hk=1,Hv=1,K=4,V=2\tdefault\tf32\tfwd+bwd\t3\t"
+                                      "scale=0.3,no-dht,h0\n",
+                                 "params.tsv") == RA_OK,
+                  "%s", ra_last_error());
     ck_assert_uint_eq(s.n, 1);
     ck_assert_str_eq(s.rows[0].spec.params, "scale=0.3");
     ck_assert_uint_eq(s.rows[0].spec.flags, RA_GDN_FLAG_NO_DHT | RA_GDN_FLAG_H0);

@@ -325,8 +325,8 @@ START_TEST(data_streams)
         for (size_t i = 0; i < 64; i++) {
             const double want = (double)(sqrtl(1.875L / n2) * k[row * 64 + i]);
             const double got = ra_tensor_get(tu_t(&c, "k"), (int64_t)(row * 64 + i));
-            ck_assert_msg(fabs(got - want) <= 8 * 0x1p-53 * want, "k[%zu]: %a vs %a",
-                          row * 64 + i, got, want);
+            ck_assert_msg(fabs(got - want) <= 8 * 0x1p-53 * want, "k[%zu]: %a vs %a", row * 64 + i,
+                          got, want);
         }
     }
     ra_case_clear(&c);
@@ -402,8 +402,8 @@ START_TEST(data_unit_rows)
             ck_assert(x >= 0.0);
             n2 += (long double)x * x;
         }
-        ck_assert_msg(fabsl(n2 - 1.875L) <= 1.875 * 0x1p-8, "row %lld: |k|^2 = %Lg",
-                      (long long)row, n2);
+        ck_assert_msg(fabsl(n2 - 1.875L) <= 1.875 * 0x1p-8, "row %lld: |k|^2 = %Lg", (long long)row,
+                      n2);
     }
     ra_case_clear(&c);
 }

@@ -208,8 +208,8 @@ START_TEST(regress_raw_keys_representable)
         double n2 = 0;
         for (int i = 0; i < 64; i++)
             n2 += ra_tensor_get(k, t * 64 + i) * ra_tensor_get(k, t * 64 + i);
-        ck_assert_msg(ra_tensor_get(beta, t) * n2 < 2, "token %lld: beta |k|^2 = %g",
-                      (long long)t, ra_tensor_get(beta, t) * n2);
+        ck_assert_msg(ra_tensor_get(beta, t) * n2 < 2, "token %lld: beta |k|^2 = %g", (long long)t,
+                      ra_tensor_get(beta, t) * n2);
     }
     double S, L;
     const double kmax = max_row_norm(&c, "k", &S, "v", 1.0);

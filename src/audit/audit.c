@@ -305,9 +305,8 @@ static ra_status compare_one(ra_rows *rows, const ra_tensor *res, const ra_tenso
         return ra_rows_note(rows, variant, id, ref->name, o->repro, RA_VERDICT_FAIL,
                             "reference outside the %s range (|%s%s| = %.3g > %.3g, the largest "
                             "finite %s): no verdict is possible",
-                            ra_dtype_name(res->dtype), ref->name, at,
-                            fabs(ra_tensor_get(ref, big)), ra_dtype_max(res->dtype),
-                            ra_dtype_name(res->dtype));
+                            ra_dtype_name(res->dtype), ref->name, at, fabs(ra_tensor_get(ref, big)),
+                            ra_dtype_max(res->dtype), ra_dtype_name(res->dtype));
     }
     if (!ra_shape_equal(res->ndim, res->shape, ref->ndim, ref->shape)) {
         char a[128], b[128];

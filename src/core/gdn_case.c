@@ -131,8 +131,6 @@ ra_status ra_gdn_problem_init(ra_gdn_problem *p, const ra_case *c, unsigned flag
 
     RA_TRY(ra_case_param_bool(&p->l2norm, c, "l2norm", 0));
     RA_TRY(ra_case_param_double(&p->scale, c, "scale", 1.0 / sqrt((double)s.K)));
-    if (!isfinite(p->scale))
-        RA_ERRORF(RA_EINVAL, "%s: parameter 'scale' must be finite, got %g", what, p->scale);
     RA_TRY(ra_case_param_double(&p->l2eps, c, "l2eps", 1e-6));
     if (p->l2eps < 0)
         RA_ERRORF(RA_EINVAL, "%s: parameter 'l2eps' must be >= 0, got %g", what, p->l2eps);

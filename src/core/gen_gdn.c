@@ -189,9 +189,8 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
     const ra_dtype dt = dtype, st = dtype == RA_F64 ? RA_F64 : RA_F32;
     const int64_t qk[4] = {s->B, s->T, s->Hk, s->K}, vv[4] = {s->B, s->T, s->Hv, s->V},
                   gate[3] = {s->B, s->T, s->Hv}, state[4] = {s->B, s->Hv, s->K, s->V};
-    const ra_draw queries =
-        rg->keys == KEYS_UNIFORM ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, 0, 0}
-                                 : (ra_draw){RA_DRAW_NORMAL, 1.0, s->K, 0};
+    const ra_draw queries = rg->keys == KEYS_UNIFORM ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, 0, 0}
+                                                     : (ra_draw){RA_DRAW_NORMAL, 1.0, s->K, 0};
     const ra_draw keys = rg->keys == KEYS_UNIFORM
                              ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, s->K, sqrt(RAW_KEY_NORM2)}
                              : queries;
@@ -218,7 +217,7 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
                                  (ra_draw){RA_DRAW_NORMAL, rg->h0_scale, 0, 0}));
     RA_TRY(ra_gen_add_tensor(c, "do", dt, 4, vv, seed, (ra_draw){RA_DRAW_NORMAL, 1.0, 0, 0}));
     if (!(spec->flags & RA_GDN_FLAG_NO_DHT))
-        RA_TRY(ra_gen_add_tensor(c, "dht", st, 4, state, seed,
-                                 (ra_draw){RA_DRAW_NORMAL, 1.0, 0, 0}));
+        RA_TRY(
+            ra_gen_add_tensor(c, "dht", st, 4, state, seed, (ra_draw){RA_DRAW_NORMAL, 1.0, 0, 0}));
     return RA_OK;
 }

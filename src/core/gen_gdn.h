@@ -37,11 +37,12 @@ extern const ra_op_item ra_gdn_regimes[];
 
 /* Fills an empty case from spec (shape text, dtype, regime, seed, flags:
    RA_GDN_FLAG_H0 also generates h0, RA_GDN_FLAG_L2NORM sets the l2norm
-   parameter, RA_GDN_FLAG_NO_DHT leaves dht out; spec->params' scale, set
-   by ra_case_spec_generate, must be finite and > 0).  Unknown regimes, bad shapes or dtypes and shapes a regime
-   cannot serve (ra_gdn_spec_check) are refused with a message, as is a
-   case that is not empty.  After a failure the case may hold part of a
-   fill: clear it. */
+   parameter, RA_GDN_FLAG_NO_DHT leaves dht out; spec->params' scale,
+   set by ra_case_spec_generate, must be finite and > 0).  Unknown
+   regimes, bad shapes or dtypes and shapes a regime cannot serve
+   (ra_gdn_spec_check) are refused with a message, as is a case that is
+   not empty.  After a failure the case may hold part of a fill: clear
+   it. */
 ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec);
 /* What the regimes need of the shape: tail wants T not a multiple of 64. */
 ra_status ra_gdn_spec_check(const ra_case_spec *spec);
