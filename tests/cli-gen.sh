@@ -33,6 +33,32 @@ expect_status 0 inspect --format csv h.safetensors
 expect_grep out '^h0,f64,"\[1, 2, 16, 16\]",' "h0 row"
 grep -c ',f64,' out | grep -qx 8 || fail "--dtype f64: all 8 tensors f64"
 
+# --param scale=X records the case parameter; --no-dht leaves dht out;
+# --fwd-only leaves every cotangent out (do and dht); the other tensors
+# are the same bytes as without them (each from its own stream).
+expect_status 0 gen --op gdn --shape $shape --param scale=0.3 --no-dht -o s.safetensors
+expect_status 0 inspect s.safetensors
+expect_grep out '^scale: 0.3$' "metadata scale"
+grep -q '^dht ' out && fail "--no-dht wrote dht"
+grep -q '^do ' out || fail "--no-dht dropped do"
+expect_status 0 gen --op gdn --shape $shape --fwd-only -o f.safetensors
+expect_status 0 inspect --format csv f.safetensors
+grep -q -e '^do,' -e '^dht,' out && fail "--fwd-only wrote a cotangent"
+test "$(wc -l <out)" -eq 6 || fail "--fwd-only: expected exactly 5 tensors (q k v g beta)"
+expect_status 0 inspect --format csv a.safetensors
+grep '^q,' out >q_all
+expect_status 0 gen --op gdn --shape $shape --dtype bf16 --seed 7 --fwd-only -o f7.safetensors
+expect_status 0 inspect --format csv f7.safetensors
+grep '^q,' out | cmp -s - q_all || fail "--fwd-only changed q"
+for bad in 0 -1 inf nan abc 1e999; do
+    expect_status 2 gen --op gdn --shape $shape --param scale=$bad -o x.safetensors &&
+        expect_grep err "scale='$bad' must be a finite number > 0" "scale=$bad refused"
+done
+expect_status 2 gen --op gdn --shape $shape --param gamma=1 -o x.safetensors &&
+    expect_grep err "parameter 'gamma' is not one of op gdn's parameters" "unknown parameter"
+expect_status 2 gen --op gdn --shape $shape --param scale -o x.safetensors &&
+    expect_grep err "not KEY=VALUE" "parameter without a value"
+
 # Bad usage: exit 2 and a message naming the problem; nothing written.
 expect_status 2 gen --op gdn --shape B=1,T=64,Hk=1,Hv=2,K=16,V=x -o x.safetensors &&
     expect_grep err "V must be a positive integer" "malformed --shape names V"

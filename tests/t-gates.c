@@ -256,6 +256,36 @@ START_TEST(special_suite_parse)
     ck_assert_int_eq(s.rows[1].spec.bwd, 0);
     ck_assert(s.rows[1].spec.seed == 18446744073709551615ull);
     ck_assert_uint_eq(s.rows[1].spec.flags, 0);
+    ck_assert_str_eq(s.rows[1].spec.params, "");
+    ra_suite_clear(&s);
+}
+END_TEST
+
+/* The flags column also carries case parameters (KEY=VALUE) and gdn's
+   no-dht flag; the parameter reaches the generated case. */
+START_TEST(special_suite_params)
+{
+    ra_suite s;
+    ra_suite_init(&s);
+    ck_assert_msg(ra_suite_parse(&s,
+                                 SHDR "gdn\tB=1,T=5,Hk=1,Hv=1,K=4,V=2\tdefault\tf32\tfwd+bwd\t3\t"
+                                      "scale=0.3,no-dht,h0\n",
+                                 "params.tsv") == RA_OK,
+                  "%s", ra_last_error());
+    ck_assert_uint_eq(s.n, 1);
+    ck_assert_str_eq(s.rows[0].spec.params, "scale=0.3");
+    ck_assert_uint_eq(s.rows[0].spec.flags, RA_GDN_FLAG_NO_DHT | RA_GDN_FLAG_H0);
+    ra_case c;
+    ra_case_init(&c);
+    ck_assert_int_eq(ra_case_spec_generate(&c, &s.rows[0].spec), RA_OK);
+    ck_assert_str_eq(ra_case_param(&c, "scale"), "0.3");
+    ck_assert_ptr_null(ra_tensors_find(&c.tensors, "dht"));
+    ck_assert_ptr_nonnull(ra_tensors_find(&c.tensors, "do"));
+    ck_assert_ptr_nonnull(ra_tensors_find(&c.tensors, "h0"));
+    char flags[128];
+    ra_case_spec_flags_format(flags, sizeof flags, &s.rows[0].spec, " --");
+    ck_assert_str_eq(flags, " --h0 --no-dht --param scale=0.3");
+    ra_case_clear(&c);
     ra_suite_clear(&s);
 }
 END_TEST
@@ -283,6 +313,12 @@ START_TEST(data_suite_refusals)
     suite_refused("gdn\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t-1\t-\n", "seed '-1'");
     suite_refused("gdn\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t1\th1\n", "flag 'h1'");
     suite_refused("gdn\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t1\th0,\n", "trailing comma");
+    suite_refused("gdn\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t1\tscale=0\n",
+                  "finite number > 0");
+    suite_refused("gdn\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t1\tscale=inf\n",
+                  "finite number > 0");
+    suite_refused("gdn\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t1\tgamma=1\n",
+                  "parameter 'gamma'");
     suite_refused("nope\tB=1,T=10,Hk=1,Hv=1,K=8,V=8\tdefault\tf32\tfwd\t1\t-\n",
                   "op 'nope' is not an operation");
 }
@@ -378,7 +414,7 @@ static Suite *gates_suite(void)
 {
     Suite *s = suite_create("gates");
     tu_tcase(s, "special", tu_capture, NULL, special_selection, special_tie, special_pass,
-             special_suite_parse);
+             special_suite_parse, special_suite_params);
     tu_tcase(s, "data", tu_capture, NULL, data_refusals, data_crlf, data_shipped_gates,
              data_suite_refusals, data_shipped_suites, data_shipped_glr_rows);
     return s;

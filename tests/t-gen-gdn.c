@@ -298,7 +298,8 @@ START_TEST(data_streams)
     expect_rounded(tu_t(&c, "beta"), b);
     ra_case_clear(&c);
     /* Other regimes draw q from the same stream: zero-gate's q is
-       default's; tail's too; raw-keys draws Uniform(0,1), unnormalised. */
+       default's; tail's too; raw-keys draws q Uniform(0,1), unnormalised,
+       and k Uniform(0,1) per row scaled to |k|^2 = 1.875. */
     o = opts(2, 600, 1, 2, 64, 8, RA_BF16, "zero-gate", seed, 0);
     gen(&c, &o);
     expect_rounded(tu_t(&c, "q"), q);
@@ -308,11 +309,26 @@ START_TEST(data_streams)
     ra_case_clear(&c);
     o = opts(1, 7, 1, 1, 64, 8, RA_F64, "raw-keys", seed, 0);
     gen(&c, &o);
-    ck_assert_int_eq(ra_rng_new(&r, seed, "k"), RA_OK);
+    ck_assert_int_eq(ra_rng_new(&r, seed, "q"), RA_OK);
     for (size_t i = 0; i < 7 * 64; i++) /* Uniform(0, 1): lo + (hi - lo) U */
         k[i] = 0.0 + 1.0 * ra_rng_uniform_open(r);
     ra_rng_free(r);
-    expect_rounded(tu_t(&c, "k"), k);
+    expect_rounded(tu_t(&c, "q"), k);
+    ck_assert_int_eq(ra_rng_new(&r, seed, "k"), RA_OK);
+    for (size_t i = 0; i < 7 * 64; i++)
+        k[i] = ra_rng_uniform_open(r);
+    ra_rng_free(r);
+    for (size_t row = 0; row < 7; row++) { /* sqrt(1.875) u / |u|, in long double */
+        long double n2 = 0;
+        for (size_t i = 0; i < 64; i++)
+            n2 += (long double)k[row * 64 + i] * k[row * 64 + i];
+        for (size_t i = 0; i < 64; i++) {
+            const double want = (double)(sqrtl(1.875L / n2) * k[row * 64 + i]);
+            const double got = ra_tensor_get(tu_t(&c, "k"), (int64_t)(row * 64 + i));
+            ck_assert_msg(fabs(got - want) <= 8 * 0x1p-53 * want, "k[%zu]: %a vs %a", row * 64 + i,
+                          got, want);
+        }
+    }
     ra_case_clear(&c);
     free(q), free(k), free(v), free(d), free(h0), free(dht), free(g), free(b);
 }
@@ -365,18 +381,30 @@ START_TEST(data_unit_rows)
         }
         ra_case_clear(&c);
     }
-    /* raw-keys: in [0, 1] and clearly not normalised (E|x|^2 = K/3). */
+    /* raw-keys: q in [0, 1] and clearly not normalised (E|x|^2 = K/3);
+       k positive with |k|^2 = 1.875 to within bf16's rounding (2^-8
+       relative), so beta |k|^2 < 2 whatever beta in (0, 1). */
     ra_case c;
     ra_case_spec o = opts(1, 50, 1, 1, 24, 4, RA_BF16, "raw-keys", 8, 0);
     gen(&c, &o);
-    const ra_tensor *k = tu_t(&c, "k");
+    const ra_tensor *q = tu_t(&c, "q"), *k = tu_t(&c, "k");
     long double s = 0;
-    for (int64_t i = 0; i < k->numel; i++) {
-        double x = ra_tensor_get(k, i);
+    for (int64_t i = 0; i < q->numel; i++) {
+        double x = ra_tensor_get(q, i);
         ck_assert(x >= 0.0 && x <= 1.0);
         s += (long double)x * x;
     }
     ck_assert((double)(s / 50) > 4.0); /* mean squared row norm, 8 expected */
+    for (int64_t row = 0; row < 50; row++) {
+        long double n2 = 0;
+        for (int64_t i = 0; i < 24; i++) {
+            double x = ra_tensor_get(k, row * 24 + i);
+            ck_assert(x >= 0.0);
+            n2 += (long double)x * x;
+        }
+        ck_assert_msg(fabsl(n2 - 1.875L) <= 1.875 * 0x1p-8, "row %lld: |k|^2 = %Lg", (long long)row,
+                      n2);
+    }
     ra_case_clear(&c);
 }
 END_TEST

@@ -278,10 +278,36 @@ static ra_status metrics_row(ra_row **out, ra_rows *rows, const char *variant,
     return RA_OK;
 }
 
+/* The index of ref's largest finite magnitude beyond the finite range of
+   dt, or -1: a truth the result's dtype cannot hold, so no rounding of it
+   can be judged (the finite twin of certified=not-representable). */
+static int64_t beyond_range(const ra_tensor *ref, ra_dtype dt)
+{
+    const double max = ra_dtype_max(dt);
+    int64_t at = -1;
+    double worst = max;
+    for (int64_t i = 0; i < ref->numel; i++) {
+        double x = fabs(ra_tensor_get(ref, i));
+        if (isfinite(x) && x > worst)
+            worst = x, at = i;
+    }
+    return at;
+}
+
 static ra_status compare_one(ra_rows *rows, const ra_tensor *res, const ra_tensor *ref,
                              const ra_case_spec *id, const ra_check_opts *o)
 {
     const char *variant = o->variant ? o->variant : "-";
+    const int64_t big = beyond_range(ref, res->dtype);
+    if (big >= 0) {
+        char at[96];
+        ra_index_format(at, sizeof at, big, ref->ndim, ref->shape);
+        return ra_rows_note(rows, variant, id, ref->name, o->repro, RA_VERDICT_FAIL,
+                            "reference outside the %s range (|%s%s| = %.3g > %.3g, the largest "
+                            "finite %s): no verdict is possible",
+                            ra_dtype_name(res->dtype), ref->name, at, fabs(ra_tensor_get(ref, big)),
+                            ra_dtype_max(res->dtype), ra_dtype_name(res->dtype));
+    }
     if (!ra_shape_equal(res->ndim, res->shape, ref->ndim, ref->shape)) {
         char a[128], b[128];
         ra_shape_format(a, sizeof a, res->ndim, res->shape);

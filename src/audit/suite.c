@@ -88,7 +88,9 @@ static ra_status parse_row(ra_suite_row *row, char **f, int line, const char *wh
             size_t n = strcspn(p, ",");
             char name[64];
             snprintf(name, sizeof name, "%.*s", (int)n, p);
-            ra_status st = ra_case_spec_set_flag(s, op, name);
+            /* KEY=VALUE: a case parameter (gdn's scale=0.3) */
+            ra_status st = strchr(name, '=') ? ra_case_spec_set_param(s, op, name)
+                                             : ra_case_spec_set_flag(s, op, name);
             if (st != RA_OK)
                 return field_error(prev, st, what, line);
             p += n;

@@ -17,7 +17,9 @@
  * dtype: the input dtype (f64, f32, bf16, f16); direction: `fwd` (outputs
  * only) or `fwd+bwd` (outputs and gradients); seed: a non-negative
  * integer; flags: `-` or a comma list of the op's generation flags (gdn:
- * `h0`, generate an initial state; `l2norm`, the kernel normalises q/k).
+ * `h0`, generate an initial state; `l2norm`, the kernel normalises q/k;
+ * `no-dht`, no final-state cotangent) and case parameters KEY=VALUE (gdn:
+ * `scale=0.3`), as `gen --param KEY=VALUE` sets them.
  * The first comment line of the file is its one-line description.
  * Every field is checked when the file is read (ra_case_spec_check: the
  * op's shape parser, regime table and spec check), errors naming the file

@@ -15,7 +15,8 @@
  * parses the shape and draws the tensors.  Generation is a pure function
  * of the arguments (GSL mt19937 streams per tensor, basic-operation
  * transforms: src/core/rng.h), so the same command writes the same bytes
- * on every machine.  The output must be .safetensors: a case holds several
+ * on every machine.  --fwd-only leaves the cotangents out (the case then
+ * serves forward runs only).  The output must be .safetensors: a case holds several
  * named tensors plus metadata, which one .npy array cannot.
  */
 
@@ -37,7 +38,8 @@ static void print_help(FILE *f)
                "                       is f64): 'recaudit list tensors' says which\n"
                "  --regime NAME        input distribution ('recaudit list regimes'; default:\n"
                "                       the operation's first)\n"
-               "  --seed N             random seed (default 0)\n");
+               "  --seed N             random seed (default 0)\n"
+               "  --fwd-only           a forward-only case: no cotangents (gdn: no do, dht)\n");
     ra_cli_help_flags(f);
     fprintf(f, "  -o, --output FILE    the case file to write (.safetensors)\n"
                "  -h, --help           this help\n"
@@ -49,6 +51,7 @@ static void print_help(FILE *f)
 
 static const struct option gen_options[] = {
     RA_CLI_CASE_OPTIONS,
+    RA_CLI_OPTION_FWD_ONLY,
     RA_CLI_OPTION_OUTPUT,
     RA_CLI_OPTIONS_END,
 };
@@ -94,6 +97,8 @@ int ra_cmd_gen(int argc, char **argv)
     ra_case c;
     ra_case_init(&c);
     ra_status st = ra_case_spec_generate(&c, &spec);
+    if (st == RA_OK && !spec.bwd) /* --fwd-only: the backward's inputs are left out */
+        ra_case_drop_role(&c, ra_op_find(spec.op), RA_ROLE_COTANGENT);
     if (st == RA_OK)
         st = ra_case_save(&c, a.output);
     ra_case_clear(&c);

@@ -235,6 +235,11 @@ static int shared_option(ra_cli_args *a, int c, const char *arg)
     case RA_CLI_NO_ISOLATE:
         a->no_isolate = 1;
         return 0;
+    case RA_CLI_PARAM:
+        if (a->nparams == RA_CLI_MAX_FLAGS)
+            return ra_cli_usage_error(cmd, "at most %d --param options", RA_CLI_MAX_FLAGS);
+        a->params[a->nparams++] = arg;
+        return 0;
     case RA_CLI_TIMEOUT:
         return parse_timeout(&a->timeout_s, cmd, arg);
     case RA_CLI_SEED:
@@ -269,6 +274,8 @@ static size_t flag_names(const char **out, size_t n)
 
 void ra_cli_help_flags(FILE *f)
 {
+    fprintf(f, "  --param KEY=VALUE    set a case parameter of the operation (gdn: scale=X,\n"
+               "                       X finite and > 0; l2eps=E); repeatable\n");
     for (const ra_op *const *o = ra_ops(); *o; o++)
         for (const ra_op_item *g = (*o)->flags; g && g->name; g++) {
             char opt[48];
@@ -405,6 +412,9 @@ int ra_cli_case_spec(ra_case_spec *s, ra_cli_args *a)
     s->bwd = !a->fwd_only;
     for (size_t i = 0; i < a->nflags; i++)
         if (ra_case_spec_set_flag(s, op, a->flags[i]) != RA_OK)
+            return ra_cli_see_help(cmd);
+    for (size_t i = 0; i < a->nparams; i++)
+        if (ra_case_spec_set_param(s, op, a->params[i]) != RA_OK)
             return ra_cli_see_help(cmd);
     if (ra_case_spec_check(s, "--op") != RA_OK)
         return ra_cli_see_help(cmd);

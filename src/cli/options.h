@@ -53,6 +53,7 @@ enum {
     RA_CLI_FWD_ONLY,
     RA_CLI_TIMEOUT,
     RA_CLI_NO_ISOLATE,
+    RA_CLI_PARAM,
     /* --NAME for generation flag i of the operations' tables (--h0,
        --l2norm for gdn): added by ra_cli_parse to every command whose
        table has --op, so the flags come from the operation table */
@@ -77,6 +78,7 @@ enum {
 #define RA_CLI_OPTION_THREADS  RA_CLI_ENTRY_("threads", required_argument, RA_CLI_THREADS)
 #define RA_CLI_OPTION_FWD_ONLY RA_CLI_ENTRY_("fwd-only", no_argument, RA_CLI_FWD_ONLY)
 #define RA_CLI_OPTION_OUTPUT   RA_CLI_ENTRY_("output", required_argument, 'o')
+#define RA_CLI_OPTION_PARAM    RA_CLI_ENTRY_("param", required_argument, RA_CLI_PARAM)
 /* How variants run: a child process per run, its time limit (src/audit/isolate.h). */
 #define RA_CLI_OPTION_ISOLATION \
     RA_CLI_ENTRY_("timeout", required_argument, RA_CLI_TIMEOUT), \
@@ -90,10 +92,11 @@ enum {
 #define RA_CLI_OPTION_ALLOW_UNCERTIFIED \
     RA_CLI_ENTRY_("allow-uncertified", no_argument, RA_CLI_ALLOW_UNCERTIFIED)
 /* The options that describe a generated case (`recaudit gen`'s); the
-   operations' generation flags are added to them (RA_CLI_FLAG). */
+   operations' generation flags are added to them (RA_CLI_FLAG).  --param
+   KEY=VALUE sets one of the operation's case parameters (gdn: scale). */
 #define RA_CLI_CASE_OPTIONS \
     RA_CLI_OPTION_OP, RA_CLI_OPTION_SHAPE, RA_CLI_OPTION_DTYPE, RA_CLI_OPTION_REGIME, \
-    RA_CLI_OPTION_SEED
+    RA_CLI_OPTION_SEED, RA_CLI_OPTION_PARAM
 /* Every command takes --help; the table ends there. */
 #define RA_CLI_OPTIONS_END RA_CLI_ENTRY_("help", no_argument, 'h'), {NULL, 0, NULL, 0}
 /* clang-format on */
@@ -140,6 +143,8 @@ typedef struct ra_cli_args {
     unsigned long long seed;
     const char *flags[RA_CLI_MAX_FLAGS]; /* generation flags given ("h0") */
     size_t nflags;
+    const char *params[RA_CLI_MAX_FLAGS]; /* --param KEY=VALUE as given */
+    size_t nparams;
     const char *variant, *gates, *json, *output; /* NULL: not given */
     const char *format, *dtype_text;             /* --format, --dtype as given */
     ra_format fmt;                               /* the format (RA_FMT_TEXT) */
@@ -191,11 +196,13 @@ int ra_cli_ends_with(const char *s, const char *suffix);
    overwrites what the command reads. */
 int ra_cli_output_not_input(const char *cmd, const char *out, const char *in);
 
-/* Prints the generation flags of every operation, one help line each. */
+/* Prints --param's help and the generation flags of every operation,
+   one help line each. */
 void ra_cli_help_flags(FILE *f);
 
 /* The checked spec of the case a's options describe (op, canonical shape,
-   regime (the op's first when not given), dtype name, seed, flags), for
+   regime (the op's first when not given), dtype name, seed, flags,
+   parameters), for
    generation and ra_audit_case; bwd unless --fwd-only.  Checks --dtype
    here when it is late.  0, or 2 after reporting (a bad shape, regime or
    flag is reported as the library words it, then the command's help

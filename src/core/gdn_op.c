@@ -106,6 +106,8 @@ static void identify(ra_case_spec *spec, const ra_case *c)
         spec->flags |= RA_GDN_FLAG_H0;
     if (case_l2norm(c))
         spec->flags |= RA_GDN_FLAG_L2NORM;
+    if (ra_tensors_find(&c->tensors, "do") && !ra_tensors_find(&c->tensors, "dht"))
+        spec->flags |= RA_GDN_FLAG_NO_DHT;
 }
 
 /* Largest squared L2 norm over the last axis of t (a key tensor

@@ -15,3 +15,9 @@ tests_t_tensor_CFLAGS = $(TEST_CFLAGS)
 tests_t_tensor_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_gdn_case_CFLAGS = $(TEST_CFLAGS)
 tests_t_gdn_case_LDADD = tests/libtestutil.la $(TEST_LIBS)
+
+# The generator's parameter, no-dht and raw-keys paths against the reference.
+check_PROGRAMS += tests/t-gen-paths
+TESTS += tests/t-gen-paths
+tests_t_gen_paths_CFLAGS = $(TEST_CFLAGS)
+tests_t_gen_paths_LDADD = tests/libtestutil.la $(TEST_LIBS)

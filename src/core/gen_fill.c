@@ -86,6 +86,9 @@ static ra_status fill(ra_tensor *t, uint64_t seed, const ra_draw *d)
         }
         if (d->unit_rows > 0)
             ra_gen_l2_normalize_rows(buf, n / (size_t)row, (size_t)row);
+        if (d->unit_rows > 0 && d->param2 > 0)
+            for (size_t i = 0; i < n; i++)
+                buf[i] *= d->param2;
         for (size_t i = 0; i < n; i++) {
             /* Keeps scaled draws finite in narrow dtypes (large-state v). */
             double x = buf[i] > clip ? clip : (buf[i] < -clip ? -clip : buf[i]);

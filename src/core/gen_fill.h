@@ -33,6 +33,8 @@ typedef struct ra_draw {
     ra_draw_kind kind;
     double param;
     int64_t unit_rows; /* > 0: normalise rows of this length to unit L2 norm */
+    /* the uniform ranges' upper end; with unit_rows, > 0: the rows' L2 norm
+       instead of 1 (raw-keys' bounded positive keys) */
     double param2;
 } ra_draw;
 

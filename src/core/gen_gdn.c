@@ -1,6 +1,7 @@
 /* Case generation for the gated delta rule: shapes and input regimes. */
 #include "core/gen_gdn.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +26,31 @@
  * 2^17 N(0,1) the state starts far beyond the fp16 range and near-unit
  * gates let it decay only slowly (the suites generate it with h0).
  *
+ * raw-keys: q ~ Uniform(0,1) unnormalised; every key row is a
+ * Uniform(0,1)^K draw scaled to |k|^2 = RAW_KEY_NORM2 = 1.875.  Positive
+ * keys make every k_i . k_j > 0 (cosine about 3/4), so the chunk matrix
+ * A = beta k k^T (strictly lower part) is dense and one-signed, its
+ * entries up to beta 1.875 cos: (I+A)^-1 alternates and decays slowly, the
+ * conditioning issue of fla issue 537.  The norm bound keeps
+ * beta |k|^2 < 1.875 (1 + 2^-8) < 2 in every dtype (beta < 1), so each
+ * transition I - beta k k^T has eigenvalues in (-1, 1] and spectral norm
+ * 1: the state grows at most linearly in T.  Unscaled Uniform(0,1)^K keys
+ * have |k|^2 near K/3, beta |k|^2 near K/6 > 2 once K > 12, and the state
+ * grows like |1 - beta |k|^2|^T (about 1e203 at K = 64, T = 512): a truth
+ * outside every float's range that no model produces (docs/gdn.md).
+ *
  * Refusals (RA_EINVAL, with a message): a case that is not empty, an
  * unknown regime, a shape with a non-positive dimension or Hv not a
- * multiple of Hk, an invalid dtype, and T a multiple of 64 for `tail`.
+ * multiple of Hk, an invalid dtype, T a multiple of 64 for `tail`, and a
+ * scale parameter that is not a finite number > 0.
  * Sizes that overflow are refused by ra_tensor_new.
  */
 
 typedef enum { KEYS_UNIT_NORMAL, KEYS_UNIFORM } key_kind;
+
+/* |k|^2 of raw-keys' keys: beta |k|^2 < 2 with a margin for the rounding
+   of k to bf16 (2^-8 relative on |k|^2). */
+#define RAW_KEY_NORM2 1.875
 typedef enum { GATE_LOGSIGMOID, GATE_ZERO, GATE_NEG_EXP } gate_kind;
 
 typedef struct regime {
@@ -52,8 +71,9 @@ const ra_op_item ra_gdn_regimes[] = {
                      "fast forgetting)"},
     {"near-unit", "as default, but g = -X, X ~ Exponential(mean 1e-3) (decay near 1: long "
                   "memory)"},
-    {"raw-keys", "as default, but q, k ~ Uniform(0,1), not normalised (positive keys: "
-                 "ill-conditioned (I+A)^-1, fla issue 537)"},
+    {"raw-keys", "as default, but q ~ Uniform(0,1), not normalised, and k ~ Uniform(0,1)^K "
+                 "scaled to |k|^2 = 1.875 (positive keys: ill-conditioned (I+A)^-1, fla issue "
+                 "537; beta |k|^2 < 2 keeps the state bounded)"},
     {"tail", "default distributions; T must not be a multiple of 64 (a partial last chunk)"},
     {"large-state", "default q, k, beta, do, dht; g = -Exponential(mean 1e-3); v = 2^15 "
                     "N(0,1) clipped to the dtype's finite range; h0 = 2^17 N(0,1): with h0 "
@@ -79,6 +99,8 @@ _Static_assert(sizeof regimes / sizeof regimes[0] + 1 ==
 const ra_op_item ra_gdn_flags[] = {
     {"h0", "also draw an initial state h0"},
     {"l2norm", "set l2norm=true: the kernel L2-normalises q and k"},
+    {"no-dht", "draw no dht (gradients as with dht = 0, as training has no final-state "
+               "cotangent)"},
     {NULL, NULL},
 };
 
@@ -108,6 +130,24 @@ static ra_status check_regime(const ra_gdn_shape *s, const char *name, const reg
     return RA_OK;
 }
 
+/* The scale parameter, when the spec sets one, is a finite number > 0. */
+static ra_status check_scale(const ra_case_spec *spec)
+{
+    char buf[RA_SPEC_PARAMS_MAX];
+    const char *text = ra_case_spec_param(buf, sizeof buf, spec, "scale");
+    if (!text)
+        return RA_OK;
+    char *end;
+    errno = 0;
+    double x = strtod(text, &end);
+    if (end == text || *end || errno == ERANGE || !isfinite(x) || !(x > 0))
+        RA_ERRORF(RA_EINVAL,
+                  "gen gdn: parameter scale='%s' must be a finite number > 0 (the output "
+                  "scale; absent: K^-1/2)",
+                  text);
+    return RA_OK;
+}
+
 ra_status ra_gdn_spec_check(const ra_case_spec *spec)
 {
     const char *name = regime_name(spec);
@@ -116,7 +156,8 @@ ra_status ra_gdn_spec_check(const ra_case_spec *spec)
         return RA_EINVAL;
     ra_gdn_shape s;
     RA_TRY(ra_gdn_shape_parse(&s, spec->shape));
-    return check_regime(&s, name, rg);
+    RA_TRY(check_regime(&s, name, rg));
+    return check_scale(spec);
 }
 
 ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
@@ -130,6 +171,7 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
     ra_gdn_shape shape;
     RA_TRY(ra_gdn_shape_parse(&shape, spec->shape));
     RA_TRY(check_regime(&shape, name, rg));
+    RA_TRY(check_scale(spec));
     ra_dtype dtype;
     RA_TRY(ra_dtype_parse(&dtype, spec->dtype));
 
@@ -147,9 +189,11 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
     const ra_dtype dt = dtype, st = dtype == RA_F64 ? RA_F64 : RA_F32;
     const int64_t qk[4] = {s->B, s->T, s->Hk, s->K}, vv[4] = {s->B, s->T, s->Hv, s->V},
                   gate[3] = {s->B, s->T, s->Hv}, state[4] = {s->B, s->Hv, s->K, s->V};
-    const ra_draw keys =
-        rg->keys == KEYS_UNIFORM ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, 0, 0}
-                                 : (ra_draw){RA_DRAW_NORMAL, 1.0, s->K, 0};
+    const ra_draw queries = rg->keys == KEYS_UNIFORM ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, 0, 0}
+                                                     : (ra_draw){RA_DRAW_NORMAL, 1.0, s->K, 0};
+    const ra_draw keys = rg->keys == KEYS_UNIFORM
+                             ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, s->K, sqrt(RAW_KEY_NORM2)}
+                             : queries;
     ra_draw g = {RA_DRAW_LOGSIGMOID, 0.0, 0, 0};
     switch (rg->gate) {
     case GATE_LOGSIGMOID:
@@ -162,7 +206,7 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
         break;
     }
     const uint64_t seed = spec->seed;
-    RA_TRY(ra_gen_add_tensor(c, "q", dt, 4, qk, seed, keys));
+    RA_TRY(ra_gen_add_tensor(c, "q", dt, 4, qk, seed, queries));
     RA_TRY(ra_gen_add_tensor(c, "k", dt, 4, qk, seed, keys));
     RA_TRY(ra_gen_add_tensor(c, "v", dt, 4, vv, seed,
                              (ra_draw){RA_DRAW_NORMAL, rg->v_scale, 0, 0}));
@@ -172,6 +216,8 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
         RA_TRY(ra_gen_add_tensor(c, "h0", st, 4, state, seed,
                                  (ra_draw){RA_DRAW_NORMAL, rg->h0_scale, 0, 0}));
     RA_TRY(ra_gen_add_tensor(c, "do", dt, 4, vv, seed, (ra_draw){RA_DRAW_NORMAL, 1.0, 0, 0}));
-    RA_TRY(ra_gen_add_tensor(c, "dht", st, 4, state, seed, (ra_draw){RA_DRAW_NORMAL, 1.0, 0, 0}));
+    if (!(spec->flags & RA_GDN_FLAG_NO_DHT))
+        RA_TRY(
+            ra_gen_add_tensor(c, "dht", st, 4, state, seed, (ra_draw){RA_DRAW_NORMAL, 1.0, 0, 0}));
     return RA_OK;
 }

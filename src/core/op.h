@@ -60,6 +60,7 @@ typedef struct ra_op_cap {
 
 #define RA_SPEC_SHAPE_MAX 96
 #define RA_SPEC_REGIME_MAX 32
+#define RA_SPEC_PARAMS_MAX 96
 
 /* A case: enough to regenerate it with one command. */
 typedef struct ra_case_spec {
@@ -71,6 +72,10 @@ typedef struct ra_case_spec {
     int has_seed;   /* 0 for a case read from a file without a seed */
     unsigned flags; /* bit i: the op's flags[i] ("h0", "l2norm" for gdn) */
     int bwd;        /* gradients wanted */
+    /* case parameters to set, "key=value,key=value" ("" when none): each
+       key one of the op's params, set after generation (`--param`, a
+       suite's flags column) */
+    char params[RA_SPEC_PARAMS_MAX];
 } ra_case_spec;
 
 typedef struct ra_op {
@@ -153,14 +158,26 @@ void ra_case_spec_init(ra_case_spec *s);
 void ra_case_spec_from_case(ra_case_spec *s, const ra_case *c, int bwd);
 /* Sets flag `name` of s's op: RA_EINVAL naming the op's flags. */
 ra_status ra_case_spec_set_flag(ra_case_spec *s, const ra_op *op, const char *name);
-/* Joins the names of the set flags, each preceded by prefix (" --" gives
-   command options, " " a list). */
+/* Sets case parameter "key=value" of s (replacing an earlier value of
+   key): RA_EINVAL unless key is one of op's params and value is non-empty
+   without ',' or blanks. */
+ra_status ra_case_spec_set_param(ra_case_spec *s, const ra_op *op, const char *kv);
+/* The value of case parameter key in s (copied to buf), or NULL. */
+const char *ra_case_spec_param(char *buf, size_t len, const ra_case_spec *s, const char *key);
+/* Joins the names of the set flags and then the parameters, each
+   preceded by prefix (" --" gives command options, a parameter then
+   " --param key=value"; " " a list, "key=value"). */
 void ra_case_spec_flags_format(char *buf, size_t len, const ra_case_spec *s, const char *prefix);
 /* Checks a spec against its op and canonicalises its shape: the op is
    known, the shape parses, the regime is the op's, the dtype is one,
-   the op's spec_check passes. Messages start with what. */
+   the parameters are the op's, the op's spec_check passes.  Messages
+   start with what. */
 ra_status ra_case_spec_check(ra_case_spec *s, const char *what);
-/* Generates the case a checked spec describes. */
+/* Generates the case a checked spec describes: the op's generator, then
+   the spec's parameters. */
 ra_status ra_case_spec_generate(ra_case *c, const ra_case_spec *s);
+/* Removes c's tensors of one role of op (`gen --fwd-only`: the
+   cotangents). */
+void ra_case_drop_role(ra_case *c, const ra_op *op, ra_role role);
 
 #endif

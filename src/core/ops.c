@@ -185,6 +185,68 @@ ra_status ra_case_spec_set_flag(ra_case_spec *s, const ra_op *op, const char *na
     return RA_OK;
 }
 
+/* 1 if name is one of op's params. */
+static int is_param(const ra_op *op, const char *name, size_t n)
+{
+    for (const ra_op_item *p = op ? op->params : NULL; p && p->name; p++)
+        if (strlen(p->name) == n && strncmp(p->name, name, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* The entry of key in s->params ("key=value"), or NULL. */
+static char *param_entry(const ra_case_spec *s, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = s->params; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len > n && p[n] == '=' && strncmp(p, key, n) == 0)
+            return (char *)p;
+        p += len + (p[len] == ',');
+    }
+    return NULL;
+}
+
+const char *ra_case_spec_param(char *buf, size_t len, const ra_case_spec *s, const char *key)
+{
+    const char *e = param_entry(s, key);
+    if (!e)
+        return NULL;
+    e += strlen(key) + 1;
+    snprintf(buf, len, "%.*s", (int)strcspn(e, ","), e);
+    return buf;
+}
+
+ra_status ra_case_spec_set_param(ra_case_spec *s, const ra_op *op, const char *kv)
+{
+    const char *eq = kv ? strchr(kv, '=') : NULL;
+    if (!eq || eq == kv || !eq[1] || strpbrk(kv, ", \t\n"))
+        RA_ERRORF(RA_EINVAL, "parameter '%s' is not KEY=VALUE (no ',' or blanks)", kv ? kv : "");
+    if (!is_param(op, kv, (size_t)(eq - kv))) {
+        char names[160] = "";
+        for (int k = 0; op->params && op->params[k].name; k++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
+                     op->params[k].name);
+        RA_ERRORF(RA_EINVAL, "parameter '%.*s' is not one of op %s's parameters (%s)",
+                  (int)(eq - kv), kv, op->name, *names ? names : "none");
+    }
+    char key[64], rest[RA_SPEC_PARAMS_MAX] = "";
+    snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+    /* drop an earlier entry of key, keep the others in order */
+    for (const char *p = s->params; *p;) {
+        size_t n = strcspn(p, ",");
+        if (!(n > strlen(key) && p[strlen(key)] == '=' && strncmp(p, key, strlen(key)) == 0))
+            snprintf(rest + strlen(rest), sizeof rest - strlen(rest), "%s%.*s", *rest ? "," : "",
+                     (int)n, p);
+        p += n + (p[n] == ',');
+    }
+    if (snprintf(s->params, sizeof s->params, "%s%s%s", rest, *rest ? "," : "", kv) >=
+        (int)sizeof s->params)
+        RA_ERRORF(RA_EINVAL, "parameters '%s,%s' are too long (at most %d characters)", rest, kv,
+                  RA_SPEC_PARAMS_MAX - 1);
+    return RA_OK;
+}
+
 void ra_case_spec_flags_format(char *buf, size_t len, const ra_case_spec *s, const char *prefix)
 {
     size_t used = 0;
@@ -198,6 +260,15 @@ void ra_case_spec_flags_format(char *buf, size_t len, const ra_case_spec *s, con
                          op->flags[i].name);
         if (w > 0)
             used += (size_t)w;
+    }
+    int opt = strcmp(prefix, " --") == 0;
+    for (const char *p = s->params; *p;) {
+        size_t n = strcspn(p, ",");
+        int w = snprintf(buf + used, len > used ? len - used : 0, "%s%.*s",
+                         opt ? " --param " : prefix, (int)n, p);
+        if (w > 0)
+            used += (size_t)w;
+        p += n + (p[n] == ',');
     }
 }
 
@@ -219,6 +290,15 @@ ra_status ra_case_spec_check(ra_case_spec *s, const char *what)
     if (s->flags & ~all)
         RA_ERRORF(RA_EINVAL, "case flags 0x%x: op %s defines no such flag", s->flags & ~all,
                   op->name);
+    /* each parameter again: its key is the op's, its value well formed */
+    char kv[RA_SPEC_PARAMS_MAX];
+    for (const char *p = s->params; *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(kv, sizeof kv, "%.*s", (int)n, p);
+        ra_case_spec probe = *s;
+        RA_TRY(ra_case_spec_set_param(&probe, op, kv));
+        p += n + (p[n] == ',');
+    }
     return op->spec_check ? op->spec_check(s) : RA_OK;
 }
 
@@ -226,5 +306,24 @@ ra_status ra_case_spec_generate(ra_case *c, const ra_case_spec *s)
 {
     const ra_op *op;
     RA_TRY(ra_op_require(&op, s->op, "op"));
-    return op->generate(c, s);
+    RA_TRY(op->generate(c, s));
+    char kv[RA_SPEC_PARAMS_MAX];
+    for (const char *p = s->params; *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(kv, sizeof kv, "%.*s", (int)n, p);
+        char *eq = strchr(kv, '=');
+        if (!eq)
+            RA_ERRORF(RA_EINVAL, "parameter '%s' is not KEY=VALUE", kv);
+        *eq = '\0';
+        RA_TRY(ra_kv_set(&c->params, kv, eq + 1));
+        p += n + (p[n] == ',');
+    }
+    return RA_OK;
+}
+
+void ra_case_drop_role(ra_case *c, const ra_op *op, ra_role role)
+{
+    for (const ra_op_tensor *t = op->tensors; t && t->name; t++)
+        if (t->role == role)
+            ra_tensor_free(ra_tensors_take(&c->tensors, t->name));
 }
