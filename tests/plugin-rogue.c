@@ -19,6 +19,7 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define ra_plugin_abi_version example_abi_version
@@ -44,7 +45,13 @@ static ra_status rogue_forward(const ra_variant *self, const ra_case *c, ra_tens
     return RA_EINTERNAL; /* not reached */
 #elif defined(ROGUE_SEGV)
     (void)self, (void)c, (void)out, (void)run;
-    volatile int *volatile nowhere = NULL;
+    /* A store into a page with no access: a real SIGSEGV, and no undefined
+       behaviour for a sanitizer build to intercept first (a null store
+       would be UBSan's report and exit 1, not a crash). */
+    volatile int *volatile nowhere =
+        mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if ((void *)nowhere == MAP_FAILED)
+        raise(SIGSEGV);
     *nowhere = 1;
     return RA_EINTERNAL;
 #elif defined(ROGUE_ABORT)

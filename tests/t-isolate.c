@@ -11,6 +11,13 @@
 #include "audit/isolate.h"
 #include "testutil.h"
 
+/* In a sanitizer build, AddressSanitizer catches SIGSEGV, SIGBUS and
+   SIGFPE itself and exits 1; the children of these tests must die by the
+   signal, as in a normal build.  (Read by the ASan runtime at start-up;
+   ASAN_OPTIONS in the environment still takes precedence.) */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0"; }
+
 /*
  * Variants written here misbehave on purpose; each is run through
  * ra_variant_run_guarded on a one-tensor case whose bytes are kept aside
