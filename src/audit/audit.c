@@ -307,7 +307,7 @@ static ra_status compare_one(ra_rows *rows, const ra_tensor *res, const ra_tenso
             snprintf(row->note, sizeof row->note,
                      "no gate in %s covers op %s, class %s, variant %s, dtype %s, tensor %s",
                      o->gates->path ? o->gates->path : "the gates", id->op,
-                     o->pclass ? o->pclass : "(none declared)", variant, id->dtype, ref->name);
+                     o->pclass ? o->pclass : "none (give --class)", variant, id->dtype, ref->name);
             row_verdict(rows, row, RA_VERDICT_FAIL);
         } else {
             row_verdict(rows, row, RA_VERDICT_INFO);

@@ -93,7 +93,7 @@ static void gates_summary(char *buf, size_t len, const ra_rows *rows, size_t fro
 
 ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, int with_variant)
 {
-    static const char *const h[] = {"variant", "class",   "tensor",  "dtype", "max_ulp", "p99_ulp",
+    static const char *const h[] = {"variant", "tensor",  "class",   "dtype", "max_ulp", "p99_ulp",
                                     "rel_rms", "max_rel", "max_abs", "cos",   "nan",     "inf",
                                     "worst",   "value",   "ref",     "gates"};
     int off = with_variant ? 0 : 1;
@@ -134,7 +134,7 @@ ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, i
             snprintf(c[10], sizeof c[10], "%.6g", m->worst_value);
             snprintf(c[11], sizeof c[11], "%.6g", m->worst_ref);
         }
-        const char *cells[16] = {r->variant, r->pclass, r->tensor, c[0],  c[1],  c[2], c[3], c[4],
+        const char *cells[16] = {r->variant, r->tensor, r->pclass, c[0],  c[1],  c[2], c[3], c[4],
                                  c[5],       c[6],      c[7],      c[8],  c[9],  c[10], c[11], gates};
         st = ra_table_add_row(t, cells + off);
         i = j;

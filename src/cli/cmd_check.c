@@ -273,6 +273,9 @@ static int check(const check_args *a)
                  variant ? " --variant " : "", variant ? variant : "",
                  a->pclass ? " --class " : "", a->pclass ? a->pclass : "",
                  a->cli->gates ? " --gates " : "", a->cli->gates ? a->cli->gates : "");
+        for (size_t i = 0; i < a->cli->nplugins; i++) /* the variant's class comes from them */
+            snprintf(repro + strlen(repro), sizeof repro - strlen(repro), " --plugin %s",
+                     a->cli->plugins[i]);
         ra_case_spec id;
         ra_case_spec_from_case(&id, &c, 1);
         ra_check_opts co = {verdict ? &gates : NULL, variant, 1, expected, repro, pclass};
