@@ -16,7 +16,7 @@
  * Each test runs the validate entry point (ra_validate) over the shipped
  * quick suite with the shipped gates, on the CPU variants that honour one
  * planted defect (src/cpu/faults.h): rows of the test's own, copies of the
- * built-in rows (same names, so the same gates) whose configuration has
+ * built-in rows (same names and declared classes, so the same gates) whose configuration has
  * that fault bit set.  It expects every one of those variants to fail at
  * least one row on the
  * tensor the defect corrupts.  The same variants with faults = 0 pass
