@@ -32,13 +32,13 @@
    B: "gdn.cpu.f32", 11), each stricter than every f32 class row of its
    metric. */
 static const char *sel_text = "# test gates\n" HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3\tA\n" /* 3 */
-                              "gdn\tf32\t*\t*\tdk\trel_rms\t2e-3\tC\n"                   /* 4 */
-                              "gdn\tf32\t*\tbf16\t*\trel_rms\t3e-3\tD\n"                 /* 5 */
-                              "gdn\tf32\t*\t*\t*\tmax_rel\t1e-2\tF\n"                    /* 6 */
-                              "gdn\tf32\tgdn.cpu.*\t*\t*\tmax_rel\t5e-3\tE\n"            /* 7 */
-                              "gdn\tf32\t*\t*\t*\tcos\t0.999\tG\n"                       /* 8 */
-                              "gdn\ttf32\t*\t*\t*\trel_rms\t4e-3\tT\n"                   /* 9 */
-                              "gdn\tf32\tgdn.cpu.f32\t*\t*\trel_rms\t5e-4\tB\n";         /* 10 */
+                              "gdn\tf32\t*\t*\tdk\trel_rms\t2e-3\tC\n"                     /* 4 */
+                              "gdn\tf32\t*\tbf16\t*\trel_rms\t3e-3\tD\n"                   /* 5 */
+                              "gdn\tf32\t*\t*\t*\tmax_rel\t1e-2\tF\n"                      /* 6 */
+                              "gdn\tf32\tgdn.cpu.*\t*\t*\tmax_rel\t5e-3\tE\n"              /* 7 */
+                              "gdn\tf32\t*\t*\t*\tcos\t0.999\tG\n"                         /* 8 */
+                              "gdn\ttf32\t*\t*\t*\trel_rms\t4e-3\tT\n"                     /* 9 */
+                              "gdn\tf32\tgdn.cpu.f32\t*\t*\trel_rms\t5e-4\tB\n";           /* 10 */
 
 static void select_ok(const ra_gates *g, const char *pclass, const char *variant, const char *dtype,
                       const char *tensor, size_t n, const char *whys)
@@ -90,12 +90,12 @@ START_TEST(regress_refine_never_loosens)
     ra_gates g;
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_parse(&g,
-                                    HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3\tclass\n"      /* 2 */
+                                    HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3\tclass\n"         /* 2 */
                                         "gdn\tf32\tgdn.cpu.*\t*\t*\trel_rms\t2e-3\tloose\n" /* 3 */
-                                        "gdn\tf32\tgdn.eq.*\t*\t*\trel_rms\t1e-3\teq\n"   /* 4 */
-                                        "gdn\tf32\t*\t*\t*\tcos\t0.999\tcos\n"           /* 5 */
-                                        "gdn\tf32\tgdn.c?s.*\t*\t*\tcos\t0.99\tlcos\n"   /* 6 */
-                                        "gdn\tf32\tgdn.orph*\t*\t*\tmax_rel\t1e-4\to\n", /* 7 */
+                                        "gdn\tf32\tgdn.eq.*\t*\t*\trel_rms\t1e-3\teq\n"     /* 4 */
+                                        "gdn\tf32\t*\t*\t*\tcos\t0.999\tcos\n"              /* 5 */
+                                        "gdn\tf32\tgdn.c?s.*\t*\t*\tcos\t0.99\tlcos\n"      /* 6 */
+                                        "gdn\tf32\tgdn.orph*\t*\t*\tmax_rel\t1e-4\to\n",    /* 7 */
                                     "loose.tsv"),
                      RA_OK);
     const ra_gate *sel[RA_GATES_MAX_METRICS];
@@ -495,8 +495,9 @@ static Suite *gates_suite(void)
     tu_tcase(s, "special", tu_capture, NULL, special_selection, special_tie, special_pass,
              special_suite_parse);
     tu_tcase(s, "regress", tu_capture, NULL, regress_refine_never_loosens, regress_old_layout);
-    tu_tcase(s, "data", tu_capture, NULL, data_refusals, data_crlf, data_shipped_gates, data_shipped_scan_refinement,
-             data_suite_refusals, data_shipped_suites, data_shipped_glr_rows);
+    tu_tcase(s, "data", tu_capture, NULL, data_refusals, data_crlf, data_shipped_gates,
+             data_shipped_scan_refinement, data_suite_refusals, data_shipped_suites,
+             data_shipped_glr_rows);
     return s;
 }
 

@@ -316,7 +316,7 @@ START_TEST(regress_class_not_name)
     size_t gated[2] = {0, 0};
     for (size_t i = 0; i < rows.n; i++) {
         const ra_row *r = &rows.v[i];
-        int k = strcmp(r->variant, "gdn.x.chunk64.tf32") == 0 ? 0
+        int k = strcmp(r->variant, "gdn.x.chunk64.tf32") == 0  ? 0
                 : strcmp(r->variant, "gdn.mykernel.fp32") == 0 ? 1
                                                                : -1;
         if (k < 0)

@@ -23,8 +23,8 @@
  * the glob's count of literal characters comes first.  Ties are errors.
  */
 
-static const char *const gate_cols[] = {"op",     "class",     "refine", "dtype", "tensor",
-                                        "metric", "threshold", "why"};
+static const char *const gate_cols[] = {"op",     "class",  "refine",    "dtype",
+                                        "tensor", "metric", "threshold", "why"};
 
 void ra_gates_init(ra_gates *g)
 {

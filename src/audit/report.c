@@ -45,7 +45,7 @@ static ra_status finish_table(ra_table *t, FILE *f, ra_format fmt, ra_status st)
 
 ra_status ra_report_validate_table(FILE *f, const ra_rows *rows, ra_format fmt)
 {
-    static const char *const h[] = {"variant", "class", "shape", "regime", "dtype",
+    static const char *const h[] = {"variant", "class",  "shape", "regime", "dtype",
                                     "tensor",  "metric", "value", "gate",   "pass"};
     ra_table *t;
     RA_TRY(ra_table_new(&t, 10, h));
@@ -58,9 +58,16 @@ ra_status ra_report_validate_table(FILE *f, const ra_rows *rows, ra_format fmt)
         else
             snprintf(value, sizeof value, "-");
         fmt_gate(gate, sizeof gate, r);
-        const char *cells[] = {r->variant,  r->pclass,   r->id.shape, r->id.regime,
-                               r->id.dtype, r->tensor,   r->gated ? r->metric : "-",
-                               value,       gate,        ra_verdict_name(r->verdict)};
+        const char *cells[] = {r->variant,
+                               r->pclass,
+                               r->id.shape,
+                               r->id.regime,
+                               r->id.dtype,
+                               r->tensor,
+                               r->gated ? r->metric : "-",
+                               value,
+                               gate,
+                               ra_verdict_name(r->verdict)};
         st = ra_table_add_row(t, cells);
     }
     return finish_table(t, f, fmt, st);
@@ -134,8 +141,8 @@ ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, i
             snprintf(c[10], sizeof c[10], "%.6g", m->worst_value);
             snprintf(c[11], sizeof c[11], "%.6g", m->worst_ref);
         }
-        const char *cells[16] = {r->variant, r->tensor, r->pclass, c[0],  c[1],  c[2], c[3], c[4],
-                                 c[5],       c[6],      c[7],      c[8],  c[9],  c[10], c[11], gates};
+        const char *cells[16] = {r->variant, r->tensor, r->pclass, c[0], c[1], c[2],  c[3],  c[4],
+                                 c[5],       c[6],      c[7],      c[8], c[9], c[10], c[11], gates};
         st = ra_table_add_row(t, cells + off);
         i = j;
     }

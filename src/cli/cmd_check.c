@@ -53,8 +53,9 @@
 static void print_help(FILE *f)
 {
     fprintf(f, "usage: recaudit check CASE.safetensors RESULT.safetensors [--ref REF.safetensors]\n"
-               "                      [--variant NAME] [--class C] [--plugin LIB.so] [--gates FILE]\n"
-               "                      [--format text|md|csv|json] [--allow-uncertified] [--threads N]\n"
+               "                      [--variant NAME] [--class C] [--plugin LIB.so]\n"
+               "                      [--gates FILE] [--format text|md|csv|json]\n"
+               "                      [--allow-uncertified] [--threads N]\n"
                "\n"
                "Compares every output and gradient of RESULT with the certified reference of\n"
                "CASE: max_ulp (in the result's storage dtype), p99_ulp, rel_rms, max_rel,\n"
@@ -82,7 +83,7 @@ static void print_help(FILE *f)
 
 typedef struct check_args {
     const char *case_path, *result_path, *ref_path;
-    const char *pclass; /* --class */
+    const char *pclass;     /* --class */
     const ra_cli_args *cli; /* --variant, --gates, --format, --threads, ... */
 } check_args;
 
@@ -270,9 +271,9 @@ static int check(const check_args *a)
         char repro[1024];
         snprintf(repro, sizeof repro, "recaudit check %s %s%s%s%s%s%s%s%s%s", a->case_path,
                  a->result_path, a->ref_path ? " --ref " : "", a->ref_path ? a->ref_path : "",
-                 variant ? " --variant " : "", variant ? variant : "",
-                 a->pclass ? " --class " : "", a->pclass ? a->pclass : "",
-                 a->cli->gates ? " --gates " : "", a->cli->gates ? a->cli->gates : "");
+                 variant ? " --variant " : "", variant ? variant : "", a->pclass ? " --class " : "",
+                 a->pclass ? a->pclass : "", a->cli->gates ? " --gates " : "",
+                 a->cli->gates ? a->cli->gates : "");
         for (size_t i = 0; i < a->cli->nplugins; i++) /* the variant's class comes from them */
             snprintf(repro + strlen(repro), sizeof repro - strlen(repro), " --plugin %s",
                      a->cli->plugins[i]);
