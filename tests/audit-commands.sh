@@ -36,12 +36,12 @@ grep -q '^  dq ' out && fail "--fwd-only wrote gradients"
 expect_status 0 check case.safetensors f32.safetensors
 expect_grep out '^reference: computed (cache [a-z]*), precision [0-9]* (checked at [0-9]*), certified yes; bits: o [0-9]' "reference line"
 expect_grep out '^dk  *f32 ' "metrics row for dk"
-expect_grep out '^gates of gdn.cpu.f32: [0-9]* passed, 0 failed, 0 skipped$' "gates pass"
+expect_grep out '^gates of gdn.cpu.f32 (class f32): [0-9]* passed, 0 failed, 0 skipped$' "gates pass"
 expect_status 0 check case.safetensors fwd.safetensors
 expect_grep out '^o  *f64 ' "forward-only result checked"
 grep -q '^dq ' out && fail "forward-only check reported gradients"
 expect_status 0 check --format csv case.safetensors f32.safetensors
-expect_grep out '^tensor,dtype,max_ulp,p99_ulp,max_ulp_rms,rel_rms,max_rel,max_abs,cos,nan,inf,worst,value,ref,gates$' "csv header"
+expect_grep out '^tensor,class,dtype,max_ulp,p99_ulp,max_ulp_rms,rel_rms,max_rel,max_abs,cos,nan,inf,worst,value,ref,gates$' "csv header"
 expect_grep err '^reference: ' "csv: the reference line goes to stderr"
 
 # --ref: a reference file written by `recaudit ref` (when that command is
@@ -65,7 +65,14 @@ expect_grep out '^FAIL gdn.cpu.f32 B=1,T=70,Hk=1,Hv=2,K=8,V=8 default f32 o: rel
 expect_grep out '^  reproduce: recaudit check case.safetensors bf16.safetensors --variant gdn.cpu.f32$' "repro"
 # A variant name that no gate covers fails: an ungated tensor is no pass.
 expect_status 1 check case.safetensors bf16.safetensors --variant gdn.none
-expect_grep out '^FAIL gdn.none .* o: no gate in .*gates.tsv covers op gdn, variant gdn.none' "ungated"
+expect_grep out '^FAIL gdn.none .* o: no gate in .*gates.tsv covers op gdn, class none (give --class), variant gdn.none' "ungated"
+# --class gates an unregistered name; it may not contradict a registered one
+# (the metadata names gdn.cpu.chunk64.bf16, which declares bf16).
+expect_status 0 check case.safetensors bf16.safetensors --variant gdn.none --class bf16
+expect_grep out '^gates of gdn.none (class bf16): [1-9][0-9]* passed, 0 failed' "--class bf16"
+expect_status 1 check case.safetensors bf16.safetensors --variant gdn.none --class f32
+expect_status 2 check case.safetensors bf16.safetensors --class f32 &&
+    expect_grep err 'contradicts variant gdn.cpu.chunk64.bf16' "--class contradiction"
 # A result from another case is refused.
 expect_status 0 gen --op gdn --shape $shape --seed 5 --h0 -o other.safetensors
 expect_status 2 check other.safetensors f32.safetensors &&
@@ -100,8 +107,8 @@ printf '# two rows\nop\tshape\tregime\tdtype\tdirection\tseed\tflags\n' >two.tsv
 printf 'gdn\tB=1,T=9,Hk=1,Hv=2,K=4,V=4\tdefault\tbf16\tfwd+bwd\t1\t-\n' >>two.tsv
 printf 'gdn\tB=1,T=70,Hk=1,Hv=1,K=4,V=4\ttail\tf32\tfwd\t2\th0\n' >>two.tsv
 expect_status 0 validate --suite two.tsv --variant 'gdn.cpu.f*' --json v.json
-expect_grep out '^variant  *shape  *regime  *dtype  *tensor  *metric  *value  *gate  *pass$' "table header"
-expect_grep out '^gdn.cpu.f64  *B=1,T=9,Hk=1,Hv=2,K=4,V=4  *default  *bf16  *dbeta  *rel_rms ' "a row"
+expect_grep out '^variant  *class  *shape  *regime  *dtype  *tensor  *metric  *value  *gate  *pass$' "table header"
+expect_grep out '^gdn.cpu.f64  *f64  *B=1,T=9,Hk=1,Hv=2,K=4,V=4  *default  *bf16  *dbeta  *rel_rms ' "a row"
 expect_grep out '^[1-9][0-9]* passed, 0 failed, 0 skipped$' "validate summary"
 passed=$(sed -n 's/^\([0-9]*\) passed.*/\1/p' out)
 expect_status 0 validate --suite two.tsv --variant 'gdn.cpu.f*' --tap

@@ -85,5 +85,5 @@ RECAUDIT_CACHE=$work/cache
 export RECAUDIT_CACHE
 expect_status 0 audit --variant 'gdn.cpu.chunk64.ieee' --shape B=1,T=64,Hk=1,Hv=2,K=16,V=16 \
     --fwd-only --threads 2 --timeout 60
-expect_grep out '^gdn.cpu.chunk64.ieee  *o  *f32 .* pass$' "OpenMP variant after an OpenMP reference"
+expect_grep out '^gdn.cpu.chunk64.ieee  *o  *ieee  *f32 .* pass$' "OpenMP variant after an OpenMP reference"
 finish

@@ -21,7 +21,7 @@
  * per step, so at gamma = 0.5 a span of 64 steps amplifies by up to 2^63
  * and must fail its gate, while store and recompute (which never invert a
  * step) and the registered span of 8 (2^7) pass on the same case.  A TF32
- * kernel registered under an ieee name must fail the ieee gates (the
+ * kernel registered as an ieee row (class ieee) must fail the ieee gates (the
  * seed's 2^-10 against fp32's 2^-24).  References come through the cache.
  */
 
@@ -98,7 +98,7 @@ START_TEST(special_reversal_long_span)
     ra_cpu_scan_cfg longcfg = *(const ra_cpu_scan_cfg *)row("scan.cpu.affine.ieee.reversal")->data;
     ck_assert_int_eq(longcfg.bwd, RA_CPU_SCAN_REVERSAL);
     longcfg.span = 64;
-    ra_variant longrev = *row("scan.cpu.affine.ieee.reversal"); /* same name: same gates */
+    ra_variant longrev = *row("scan.cpu.affine.ieee.reversal"); /* same class: same gates */
     longrev.data = &longcfg;
     const ra_variant *vs[] = {store, recompute, &longrev};
     ra_rows rows;

@@ -11,6 +11,7 @@
 #include "audit/suite.h"
 #include "core/status.h"
 #include "core/gen_gdn.h"
+#include "core/op.h"
 #include "testutil.h"
 
 /*
@@ -24,24 +25,27 @@
  * docs/gdn.md, the seven regimes), not against the code.
  */
 
-#define HDR "op\tvariant-glob\tdtype\ttensor\tmetric\tthreshold\twhy\n"
+#define HDR "op\tclass\trefine\tdtype\ttensor\tmetric\tthreshold\twhy\n"
 
-/* Lines: 1 comment, 2 header, then rows 3..9.  Glob literal counts:
-   "gdn.*" 4, "gdn.cpu.*" 8, "gdn.cpu.f32" 11. */
-static const char *sel_text = "# test gates\n" HDR "gdn\tgdn.*\t*\t*\trel_rms\t1e-3\tA\n" /* 3 */
-                              "gdn\tgdn.cpu.*\t*\t*\trel_rms\t1e-4\tB\n"                  /* 4 */
-                              "gdn\tgdn.cpu.*\t*\tdk\trel_rms\t2e-4\tC\n"                 /* 5 */
-                              "gdn\tgdn.cpu.*\tbf16\t*\trel_rms\t3e-4\tD\n"               /* 6 */
-                              "gdn\tgdn.cpu.f32\t*\t*\tmax_rel\t5e-5\tE\n"                /* 7 */
-                              "gdn\tgdn.*\t*\t*\tmax_rel\t1e-2\tF\n"                      /* 8 */
-                              "gdn\tgdn.*\t*\t*\tcos\t0.999\tG\n";                        /* 9 */
+/* Lines: 1 comment, 2 header, then rows 3..10.  Class rows of f32 (A, C,
+   D, F, G) and tf32 (T); refinements of f32 (E: "gdn.cpu.*", 8 literals;
+   B: "gdn.cpu.f32", 11), each stricter than every f32 class row of its
+   metric. */
+static const char *sel_text = "# test gates\n" HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3\tA\n" /* 3 */
+                              "gdn\tf32\t*\t*\tdk\trel_rms\t2e-3\tC\n"                     /* 4 */
+                              "gdn\tf32\t*\tbf16\t*\trel_rms\t3e-3\tD\n"                   /* 5 */
+                              "gdn\tf32\t*\t*\t*\tmax_rel\t1e-2\tF\n"                      /* 6 */
+                              "gdn\tf32\tgdn.cpu.*\t*\t*\tmax_rel\t5e-3\tE\n"              /* 7 */
+                              "gdn\tf32\t*\t*\t*\tcos\t0.999\tG\n"                         /* 8 */
+                              "gdn\ttf32\t*\t*\t*\trel_rms\t4e-3\tT\n"                     /* 9 */
+                              "gdn\tf32\tgdn.cpu.f32\t*\t*\trel_rms\t5e-4\tB\n";           /* 10 */
 
-static void select_ok(const ra_gates *g, const char *variant, const char *dtype, const char *tensor,
-                      size_t n, const char *whys)
+static void select_ok(const ra_gates *g, const char *pclass, const char *variant, const char *dtype,
+                      const char *tensor, size_t n, const char *whys)
 {
     const ra_gate *sel[RA_GATES_MAX_METRICS];
     size_t got;
-    ck_assert_int_eq(ra_gates_select(sel, &got, g, "gdn", variant, dtype, tensor), RA_OK);
+    ck_assert_int_eq(ra_gates_select(sel, &got, g, "gdn", pclass, variant, dtype, tensor), RA_OK);
     ck_assert_uint_eq(got, n);
     char buf[64] = "";
     for (size_t i = 0; i < got; i++)
@@ -54,39 +58,82 @@ START_TEST(special_selection)
     ra_gates g;
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_parse(&g, sel_text, "sel.tsv"), RA_OK);
-    ck_assert_uint_eq(g.n, 7);
+    ck_assert_uint_eq(g.n, 8);
     /* Order of the result is ra_metric_names(): max_abs, max_rel, rel_rms,
        cos, max_ulp, p99_ulp; so max_rel's row first, then rel_rms, cos. */
-    select_ok(&g, "gdn.cpu.f32", "f32", "o", 3, "EBG");   /* B: 8 > 4 literals */
-    select_ok(&g, "gdn.cpu.f32", "f32", "dk", 3, "ECG");  /* C: exact tensor */
-    select_ok(&g, "gdn.cpu.f32", "bf16", "dk", 3, "ECG"); /* tensor beats dtype */
-    select_ok(&g, "gdn.cpu.f32", "bf16", "o", 3, "EDG");  /* D: exact dtype */
-    select_ok(&g, "gdn.cpu.f64", "f32", "o", 3, "FBG");   /* E does not match */
-    select_ok(&g, "gdn.cuda.x", "f32", "o", 3, "FAG");
+    select_ok(&g, "f32", "gdn.cpu.f32", "f32", "o", 3, "EBG");   /* refinements */
+    select_ok(&g, "f32", "gdn.cpu.f32", "bf16", "dk", 3, "EBG"); /* B over C, D */
+    select_ok(&g, "f32", "gdn.y", "f32", "o", 3, "FAG");         /* class rows */
+    select_ok(&g, "f32", "gdn.y", "f32", "dk", 3, "FCG");        /* C: exact tensor */
+    select_ok(&g, "f32", "gdn.y", "bf16", "dk", 3, "FCG");       /* tensor beats dtype */
+    select_ok(&g, "f32", "gdn.y", "bf16", "o", 3, "FDG");        /* D: exact dtype */
+    select_ok(&g, "f32", NULL, "f32", "o", 3, "FAG");            /* no name: class only */
+    /* The class, not the name: a name that spells tf32 in class f32 gets
+       f32's rows, and a name that spells f32 in class tf32 gets tf32's. */
+    select_ok(&g, "f32", "gdn.x.chunk64.tf32", "f32", "o", 3, "FAG");
+    select_ok(&g, "tf32", "gdn.cpu.f32", "f32", "o", 1, "T");
+    select_ok(&g, "bf16", "gdn.cpu.f32", "f32", "o", 0, ""); /* no bf16 rows */
+    select_ok(&g, NULL, "gdn.cpu.f32", "f32", "o", 0, "");   /* no class: no gate */
     const ra_gate *sel[RA_GATES_MAX_METRICS];
     size_t n = 99;
-    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "glr", "gdn.cpu.f32", "f32", "o"), RA_OK);
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "glr", "f32", "gdn.cpu.f32", "f32", "o"), RA_OK);
     ck_assert_uint_eq(n, 0);
+    ra_gates_clear(&g);
+}
+END_TEST
+
+/* A refinement only tightens: one looser than the class gate, or one with
+   no class gate under it, is an error naming the lines; an equal one is
+   allowed.  For cos (higher is better) looser means lower. */
+START_TEST(regress_refine_never_loosens)
+{
+    ra_gates g;
+    ra_gates_init(&g);
+    ck_assert_int_eq(ra_gates_parse(&g,
+                                    HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3\tclass\n"         /* 2 */
+                                        "gdn\tf32\tgdn.cpu.*\t*\t*\trel_rms\t2e-3\tloose\n" /* 3 */
+                                        "gdn\tf32\tgdn.eq.*\t*\t*\trel_rms\t1e-3\teq\n"     /* 4 */
+                                        "gdn\tf32\t*\t*\t*\tcos\t0.999\tcos\n"              /* 5 */
+                                        "gdn\tf32\tgdn.c?s.*\t*\t*\tcos\t0.99\tlcos\n"      /* 6 */
+                                        "gdn\tf32\tgdn.orph*\t*\t*\tmax_rel\t1e-4\to\n",    /* 7 */
+                                    "loose.tsv"),
+                     RA_OK);
+    const ra_gate *sel[RA_GATES_MAX_METRICS];
+    size_t n;
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.x", "f32", "o"),
+                     RA_EFORMAT);
+    tu_has(ra_last_error(), "loose.tsv line 3", "loosen", "line 2");
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cos.x", "f32", "o"),
+                     RA_EFORMAT);
+    tu_has(ra_last_error(), "loose.tsv line 6", "loosen", "line 5", "cos");
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.orphan", "f32", "o"),
+                     RA_EFORMAT);
+    tu_has(ra_last_error(), "loose.tsv line 7", "no class gate");
+    /* Equal is allowed; a name no refinement matches gets the class rows. */
+    select_ok(&g, "f32", "gdn.eq.x", "f32", "o", 2, "eqcos");
+    select_ok(&g, "f32", "gdn.other", "f32", "o", 2, "classcos");
     ra_gates_clear(&g);
 }
 END_TEST
 
 START_TEST(special_tie)
 {
-    /* "gdn.cpu.*" and "gdn.*.f32" both have 8 literal characters. */
+    /* Refinements "gdn.cpu.*" and "gdn.*.f32" both have 8 literal characters. */
     ra_gates g;
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_parse(&g,
-                                    HDR "gdn\tgdn.cpu.*\t*\t*\trel_rms\t1e-4\tx\n"
-                                        "gdn\tgdn.*.f32\t*\t*\trel_rms\t2e-4\ty\n",
+                                    HDR "gdn\tf32\t*\t*\t*\trel_rms\t1\tc\n"
+                                        "gdn\tf32\tgdn.cpu.*\t*\t*\trel_rms\t1e-4\tx\n"
+                                        "gdn\tf32\tgdn.*.f32\t*\t*\trel_rms\t2e-4\ty\n",
                                     "tie.tsv"),
                      RA_OK);
     const ra_gate *sel[RA_GATES_MAX_METRICS];
     size_t n;
-    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f32", "f32", "o"), RA_EFORMAT);
-    tu_has(ra_last_error(), "tie.tsv", "lines 2 and 3", "rel_rms");
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.f32", "f32", "o"),
+                     RA_EFORMAT);
+    tu_has(ra_last_error(), "tie.tsv", "lines 3 and 4", "rel_rms");
     /* Only one of them matches gdn.cpu.f64: no tie. */
-    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f64", "f32", "o"), RA_OK);
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.f64", "f32", "o"), RA_OK);
     ck_assert_uint_eq(n, 1);
     ck_assert_str_eq(sel[0]->why, "x");
     ra_gates_clear(&g);
@@ -95,12 +142,14 @@ START_TEST(special_tie)
        (g d n . [c] p u) and loses to "gdn.cpu.*" (8). */
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_parse(&g,
-                                    HDR "gdn\tgdn.[c]pu*\t*\t*\trel_rms\t1\tbracket\n"
-                                        "gdn\tgdn.cpu.*\t*\t*\trel_rms\t2\tplain\n",
+                                    HDR "gdn\tf32\t*\t*\t*\trel_rms\t9\tc\n"
+                                        "gdn\tf32\tgdn.[c]pu*\t*\t*\trel_rms\t1\tbracket\n"
+                                        "gdn\tf32\tgdn.cpu.*\t*\t*\trel_rms\t2\tplain\n",
                                     "br.tsv"),
                      RA_OK);
-    ck_assert_int_eq(g.rows[0].glob_literal, 8 - 1);
-    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f32", "f32", "o"), RA_OK);
+    ck_assert_int_eq(g.rows[1].glob_literal, 8 - 1);
+    ck_assert_int_eq(g.rows[0].refines, 0);
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.f32", "f32", "o"), RA_OK);
     ck_assert_str_eq(sel[0]->why, "plain");
     ra_gates_clear(&g);
 
@@ -109,19 +158,21 @@ START_TEST(special_tie)
        make it 11 and win.  Against "gdn.cpu.*" (8) it wins. */
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_parse(&g,
-                                    HDR "gdn\tgdn.cpu.f??\t*\t*\trel_rms\t1\tqq\n"
-                                        "gdn\tgdn.cpu.f3*\t*\t*\trel_rms\t2\tf3\n"
-                                        "gdn\tgdn.cpu.*\t*\t*\tmax_rel\t3\tcpu\n"
-                                        "gdn\tgdn.cpu.f??\t*\t*\tmax_rel\t4\tqq2\n",
+                                    HDR "gdn\tf32\t*\t*\t*\trel_rms\t9\tc1\n"
+                                        "gdn\tf32\t*\t*\t*\tmax_rel\t9\tc2\n"
+                                        "gdn\tf32\tgdn.cpu.f??\t*\t*\trel_rms\t1\tqq\n"
+                                        "gdn\tf32\tgdn.cpu.f3*\t*\t*\trel_rms\t2\tf3\n"
+                                        "gdn\tf32\tgdn.cpu.*\t*\t*\tmax_rel\t3\tcpu\n"
+                                        "gdn\tf32\tgdn.cpu.f??\t*\t*\tmax_rel\t4\tqq2\n",
                                     "q.tsv"),
                      RA_OK);
-    ck_assert_int_eq(g.rows[0].glob_literal, 9);
-    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f32", "f32", "o"), RA_OK);
+    ck_assert_int_eq(g.rows[2].glob_literal, 9);
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.f32", "f32", "o"), RA_OK);
     ck_assert_uint_eq(n, 2); /* max_rel, then rel_rms */
     ck_assert_str_eq(sel[0]->why, "qq2");
     ck_assert_str_eq(sel[1]->why, "f3");
     /* gdn.cpu.f64 matches only the ?? row for rel_rms */
-    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f64", "f32", "o"), RA_OK);
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.f64", "f32", "o"), RA_OK);
     ck_assert_str_eq(sel[1]->why, "qq");
     ra_gates_clear(&g);
 }
@@ -155,21 +206,33 @@ static void refused(const char *text, const char *line, const char *what)
 
 START_TEST(data_refusals)
 {
-    refused("op\tvariant\tdtype\ttensor\tmetric\tthreshold\twhy\n", "line 1", "variant-glob");
-    refused(HDR "gdn\tgdn.*\t*\t*\trel_rms\t1e-3\n", "line 2", "6 tab-separated fields");
-    refused(HDR "gdn\tgdn.*\tfp32\t*\trel_rms\t1e-3\tw\n", "line 2", "dtype 'fp32'");
-    refused(HDR "gdn\tgdn.*\t*\t*\trms\t1e-3\tw\n", "line 2", "unknown metric 'rms'");
-    refused(HDR "gdn\tgdn.*\t*\t*\trel_rms\t-1\tw\n", "line 2", "threshold '-1'");
-    refused(HDR "gdn\tgdn.*\t*\t*\trel_rms\tabc\tw\n", "line 2", "threshold 'abc'");
-    refused(HDR "gdn\tgdn.*\t*\t*\trel_rms\tinf\tw\n", "line 2", "threshold 'inf'");
-    refused(HDR "gdn\tgdn.*\t*\t*\trel_rms\t1e-3x\tw\n", "line 2", "threshold '1e-3x'");
-    refused(HDR "gdn\tgdn.*\t*\t*\tcos\t1.5\tw\n", "line 2", "can never pass");
-    refused(HDR "gdn\tgdn.*\t*\t*\trel_rms\t1e-3\t\n", "line 2", "field 7 is empty");
-    refused("# c\n\n" HDR "gdn\tgdn.*\t*\t*\trel_rms\t1e-3\tw\n"
-            "gdn\tgdn.*\t*\t*\trel_rms\t2e-3\tw2\n",
+    refused("op\tclass\tvariant\tdtype\ttensor\tmetric\tthreshold\twhy\n", "line 1", "refine");
+    refused(HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3\n", "line 2", "7 tab-separated fields");
+    refused(HDR "gdn\tfp32\t*\t*\t*\trel_rms\t1e-3\tw\n", "line 2", "class 'fp32'");
+    refused(HDR "gdn\t*\t*\t*\t*\trel_rms\t1e-3\tw\n", "line 2", "class '*'");
+    refused(HDR "gdn\tf32\t*\tfp32\t*\trel_rms\t1e-3\tw\n", "line 2", "dtype 'fp32'");
+    refused(HDR "gdn\tf32\t*\t*\t*\trms\t1e-3\tw\n", "line 2", "unknown metric 'rms'");
+    refused(HDR "gdn\tf32\t*\t*\t*\trel_rms\t-1\tw\n", "line 2", "threshold '-1'");
+    refused(HDR "gdn\tf32\t*\t*\t*\trel_rms\tabc\tw\n", "line 2", "threshold 'abc'");
+    refused(HDR "gdn\tf32\t*\t*\t*\trel_rms\tinf\tw\n", "line 2", "threshold 'inf'");
+    refused(HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3x\tw\n", "line 2", "threshold '1e-3x'");
+    refused(HDR "gdn\tf32\t*\t*\t*\tcos\t1.5\tw\n", "line 2", "can never pass");
+    refused(HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3\t\n", "line 2", "field 8 is empty");
+    refused("# c\n\n" HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3\tw\n"
+            "gdn\tf32\t*\t*\t*\trel_rms\t2e-3\tw2\n",
             "line 5", "repeats the gate of line 4");
     refused("# only a comment\n" HDR, "bad.tsv", "no gate rows");
     refused("", "bad.tsv", "no header");
+}
+END_TEST
+
+/* regress_old_layout: a gates file of the former layout (variant-glob,
+   which picked gates by name) is refused with what replaced it. */
+START_TEST(regress_old_layout)
+{
+    refused("# old\n\nop\tvariant-glob\tdtype\ttensor\tmetric\tthreshold\twhy\n"
+            "gdn\tgdn.*.f32\t*\t*\trel_rms\t2e-5\tw\n",
+            "variant-glob column is gone", "declared precision class");
 }
 END_TEST
 
@@ -179,50 +242,102 @@ START_TEST(data_crlf)
     ra_gates g;
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_parse(&g,
-                                    "op\tvariant-glob\tdtype\ttensor\tmetric\tthreshold\twhy\r\n"
-                                    "gdn\tgdn.*\t*\t*\trel_rms\t0.5\twhy text\r\n",
+                                    "op\tclass\trefine\tdtype\ttensor\tmetric\tthreshold\twhy\r\n"
+                                    "gdn\tieee\t*\t*\t*\trel_rms\t0.5\twhy text\r\n",
                                     "crlf.tsv"),
                      RA_OK);
     ck_assert_uint_eq(g.n, 1);
     ck_assert_str_eq(g.rows[0].why, "why text");
+    ck_assert_str_eq(g.rows[0].pclass, "ieee");
     ck_assert(g.rows[0].threshold == 0.5);
     ra_gates_clear(&g);
 }
 END_TEST
 
-/* The shipped gates cover every tensor of every CPU variant (names from
-   the documented naming scheme) and the example plugin with rel_rms and max_rel. */
+/* Every output and gradient of op, for every input dtype, has a rel_rms
+   and a max_rel gate in class pclass under the name variant, and every
+   reason carries what was measured. */
+static void covered(const ra_gates *g, const char *op, const char *pclass, const char *variant)
+{
+    static const char *dtypes[] = {"f64", "f32", "bf16", "f16"};
+    const ra_op *o = ra_op_find(op);
+    ck_assert_ptr_nonnull(o);
+    for (const ra_op_tensor *t = o->tensors; t->name; t++) {
+        if (t->role != RA_ROLE_OUTPUT && t->role != RA_ROLE_GRADIENT)
+            continue;
+        for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++) {
+            const ra_gate *sel[RA_GATES_MAX_METRICS];
+            size_t n;
+            ck_assert_msg(ra_gates_select(sel, &n, g, op, pclass, variant, dtypes[d], t->name) ==
+                              RA_OK,
+                          "%s", ra_last_error());
+            int rel_rms = 0, max_rel = 0;
+            for (size_t i = 0; i < n; i++) {
+                rel_rms |= strcmp(sel[i]->metric, "rel_rms") == 0;
+                max_rel |= strcmp(sel[i]->metric, "max_rel") == 0;
+                ck_assert_msg(strstr(sel[i]->why, "measured"), "line %d: why lacks 'measured'",
+                              sel[i]->line);
+            }
+            ck_assert_msg(rel_rms && max_rel, "%s class %s %s %s %s: rel_rms %d max_rel %d", op,
+                          pclass, variant, dtypes[d], t->name, rel_rms, max_rel);
+        }
+    }
+}
+
+/* The shipped gates cover every gdn class whatever the name (the CPU
+   variants' documented names, the example plugin's, names that spell
+   another class or none), and the scan and glr classes their variants
+   declare (docs/scan.md, docs/glr.md). */
 START_TEST(data_shipped_gates)
 {
-    /* the CPU variants, then the example plugin's */
-    const char *variants[14];
-    size_t nv = 0;
-    for (const char *const *v = tu_cpu_variants; *v; v++)
-        variants[nv++] = *v;
-    variants[nv++] = "gdn.example.f64";
-    static const char *tensors[] = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dh0"};
-    static const char *dtypes[] = {"f64", "f32", "bf16", "f16"};
+    static const char *classes[] = {"f64", "f32", "ieee", "tf32", "tf32x3", "bf16"};
+    static const char *names[] = {"gdn.mykernel.fp32", "gdn.x.chunk64.tf32", "gdn.example.f64",
+                                  "anything"};
     ra_gates g;
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_load(&g, NULL), RA_OK);
-    for (size_t v = 0; v < nv; v++)
-        for (size_t t = 0; t < sizeof tensors / sizeof *tensors; t++)
-            for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++) {
-                const ra_gate *sel[RA_GATES_MAX_METRICS];
-                size_t n;
-                ck_assert_int_eq(
-                    ra_gates_select(sel, &n, &g, "gdn", variants[v], dtypes[d], tensors[t]), RA_OK);
-                int rel_rms = 0, max_rel = 0;
-                for (size_t i = 0; i < n; i++) {
-                    rel_rms |= strcmp(sel[i]->metric, "rel_rms") == 0;
-                    max_rel |= strcmp(sel[i]->metric, "max_rel") == 0;
-                    /* Every reason carries what was measured. */
-                    ck_assert_msg(strstr(sel[i]->why, "measured"), "line %d: why lacks 'measured'",
-                                  sel[i]->line);
-                }
-                ck_assert_msg(rel_rms && max_rel, "%s %s %s: rel_rms %d max_rel %d", variants[v],
-                              dtypes[d], tensors[t], rel_rms, max_rel);
-            }
+    for (size_t c = 0; c < sizeof classes / sizeof *classes; c++) {
+        for (const char *const *v = tu_cpu_variants; *v; v++)
+            covered(&g, "gdn", classes[c], *v);
+        for (size_t v = 0; v < sizeof names / sizeof *names; v++)
+            covered(&g, "gdn", classes[c], names[v]);
+    }
+    for (const char *const *v = tu_cpu_scan_variants; *v; v++) {
+        covered(&g, "scan.linear", "f32", *v);
+        covered(&g, "scan.affine", "ieee", *v);
+        covered(&g, "scan.affine", "tf32", *v);
+        covered(&g, "scan.log", "f32", *v);
+    }
+    covered(&g, "scan.affine", "ieee", "scan.mine.affine");
+    covered(&g, "glr", "f32", "glr.cpu.f32.store");
+    covered(&g, "glr", "ieee", "glr.cpu.chunk64.f32.recompute");
+    covered(&g, "glr", "f32", "glr.x.chunk64.f32");
+    ra_gates_clear(&g);
+}
+END_TEST
+
+/* The scan.affine ieee refinements keep store and recompute at the tight
+   dA gate while the class row (what an unknown name or the reversal
+   backward gets) is the class envelope: values from the shipped file's
+   measured rows, written here from its documentation. */
+START_TEST(data_shipped_scan_refinement)
+{
+    ra_gates g;
+    ra_gates_init(&g);
+    ck_assert_int_eq(ra_gates_load(&g, NULL), RA_OK);
+    const ra_gate *sel[RA_GATES_MAX_METRICS];
+    size_t n;
+    const char *const want[][2] = {{"scan.cpu.affine.ieee.store", "2.5e-6"},
+                                   {"scan.cpu.affine.ieee.recompute", "2.5e-6"},
+                                   {"scan.cpu.affine.ieee.reversal", "2e-5"},
+                                   {"scan.mine.affine", "2e-5"}};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(
+            ra_gates_select(sel, &n, &g, "scan.affine", "ieee", want[i][0], "f32", "dA"), RA_OK);
+        ck_assert_uint_eq(n, 2); /* max_rel, rel_rms */
+        ck_assert_msg(sel[1]->threshold == strtod(want[i][1], NULL), "%s: %g", want[i][0],
+                      sel[1]->threshold);
+    }
     ra_gates_clear(&g);
 }
 END_TEST
@@ -415,8 +530,10 @@ static Suite *gates_suite(void)
     Suite *s = suite_create("gates");
     tu_tcase(s, "special", tu_capture, NULL, special_selection, special_tie, special_pass,
              special_suite_parse, special_suite_params);
+    tu_tcase(s, "regress", tu_capture, NULL, regress_refine_never_loosens, regress_old_layout);
     tu_tcase(s, "data", tu_capture, NULL, data_refusals, data_crlf, data_shipped_gates,
-             data_suite_refusals, data_shipped_suites, data_shipped_glr_rows);
+             data_shipped_scan_refinement, data_suite_refusals, data_shipped_suites,
+             data_shipped_glr_rows);
     return s;
 }
 

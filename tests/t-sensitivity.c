@@ -16,7 +16,7 @@
  * Each test runs the validate entry point (ra_validate) over the shipped
  * quick suite with the shipped gates, on the CPU variants that honour one
  * planted defect (src/cpu/faults.h): rows of the test's own, copies of the
- * built-in rows (same names, so the same gates) whose configuration has
+ * built-in rows (same names and declared classes, so the same gates) whose configuration has
  * that fault bit set.  It expects every one of those variants to fail at
  * least one row on the
  * tensor the defect corrupts.  The same variants with faults = 0 pass
@@ -264,12 +264,86 @@ START_TEST(regress_near_gate)
 }
 END_TEST
 
+/* The class, not the name, picks the gates (data/gates.tsv).  Rows of the
+   built-in configurations registered under names that lie about, or do not
+   spell, their arithmetic:
+   - gdn.x.chunk64.tf32: the clean f32 sequential kernel declaring f32 is
+     gated by the f32 rows (rel_rms 2e-5, max_rel 4e-5), not the tf32 ones
+     (4e-3, 1e-2) that its name would have picked;
+   - gdn.z.chunk64.tf32: the ieee chunked kernel with TF32 operands planted
+     (one class lower than it declares: errors about 5e-4) declaring ieee
+     fails the ieee gates on o, where by its name it passed tf32's;
+   - gdn.mykernel.fp32: the clean f32 kernel declaring f32, a name no gate
+     glob ever matched ("no gate covers"), is gated and passes. */
+static const ra_variant *builtin(const char *name)
+{
+    for (size_t i = 0; i < ra_cpu_gdn_nvariants; i++)
+        if (strcmp(ra_cpu_gdn_variants[i].name, name) == 0)
+            return &ra_cpu_gdn_variants[i];
+    ck_abort_msg("no built-in %s", name);
+    return NULL;
+}
+
+START_TEST(regress_class_not_name)
+{
+    ra_cpu_gdn_cfg faulty = *(const ra_cpu_gdn_cfg *)builtin("gdn.cpu.chunk64.ieee")->data;
+    faulty.faults = RA_FAULT_TF32_AS_IEEE;
+    ra_variant seq = *builtin("gdn.cpu.f32"), chunk = *builtin("gdn.cpu.chunk64.ieee");
+    ra_variant x = seq, z = chunk, my = seq;
+    x.name = "gdn.x.chunk64.tf32";
+    x.pclass = "f32";
+    z.name = "gdn.z.chunk64.tf32";
+    z.pclass = "ieee";
+    z.data = &faulty;
+    my.name = "gdn.mykernel.fp32";
+    my.pclass = "f32";
+    ra_registry *reg;
+    ck_assert_int_eq(ra_registry_new_empty(&reg), RA_OK);
+    ck_assert_int_eq(ra_registry_add(reg, &x), RA_OK);
+    ck_assert_int_eq(ra_registry_add(reg, &z), RA_OK);
+    ck_assert_int_eq(ra_registry_add(reg, &my), RA_OK);
+    ra_suite s;
+    ra_suite_init(&s);
+    ck_assert_int_eq(ra_suite_parse(&s, near_suite, "near-gate suite"), RA_OK);
+    ra_audit_opts o;
+    ra_audit_opts_init(&o);
+    o.gates = &gates;
+    ra_rows rows;
+    ra_rows_init(&rows);
+    ck_assert_msg(ra_validate(&rows, reg, "gdn.*", &s, &o) == RA_OK, "%s", ra_last_error());
+    static const char *const caught[] = {"gdn.z.chunk64.tf32", NULL};
+    expect_caught(&rows, caught, "o", "TF32 operands in a kernel declaring ieee");
+    size_t gated[2] = {0, 0};
+    for (size_t i = 0; i < rows.n; i++) {
+        const ra_row *r = &rows.v[i];
+        int k = strcmp(r->variant, "gdn.x.chunk64.tf32") == 0  ? 0
+                : strcmp(r->variant, "gdn.mykernel.fp32") == 0 ? 1
+                                                               : -1;
+        if (k < 0)
+            continue;
+        ck_assert_msg(r->verdict == RA_VERDICT_PASS, "%s %s %s: %s", r->variant, r->tensor,
+                      r->metric, r->note);
+        ck_assert_str_eq(r->pclass, "f32");
+        ck_assert_msg(r->threshold <= 4e-5, "%s %s %s gated at %g: not the f32 class's rows",
+                      r->variant, r->tensor, r->metric, r->threshold);
+        gated[k]++;
+    }
+    /* 7 tensors (o ht dq dk dv dg dbeta) x (rel_rms, max_rel) each */
+    ck_assert_uint_eq(gated[0], 14);
+    ck_assert_uint_eq(gated[1], 14);
+    ra_rows_clear(&rows);
+    ra_suite_clear(&s);
+    ra_registry_free(reg);
+}
+END_TEST
+
 static Suite *sensitivity_suite(void)
 {
     Suite *s = suite_create("sensitivity");
     tcase_set_timeout(tu_tcase(s, "regress", setup, teardown, regress_clean, regress_dbeta_term,
                                regress_decay_after_update, regress_tail_mask, regress_tf32_as_ieee,
-                               regress_final_state_early, regress_dk_group_sum, regress_near_gate),
+                               regress_final_state_early, regress_dk_group_sum, regress_near_gate,
+                               regress_class_not_name),
                       600);
     return s;
 }

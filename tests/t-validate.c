@@ -40,7 +40,7 @@ static ra_gates test_gates(const char *text)
     return g;
 }
 
-#define HDR "op\tvariant-glob\tdtype\ttensor\tmetric\tthreshold\twhy\n"
+#define HDR "op\tclass\trefine\tdtype\ttensor\tmetric\tthreshold\twhy\n"
 
 /* A case id: op gdn, regime default, dtype f32, a seed, gradients. */
 static ra_case_spec make_id(const char *shape, uint64_t seed, int h0)
@@ -60,12 +60,12 @@ START_TEST(special_compare)
     put(&ref, "dq", RA_F64, 2, (double[]){1, 1});
     put(&res, "o", RA_F32, 4, (double[]){1, 2, 3, 4.5});
     put(&res, "ht", RA_F32, 2, (double[]){0.5, -0.5});
-    ra_gates g = test_gates(HDR "gdn\tgdn.t.*\t*\to\trel_rms\t0.1\tr\n"
-                                "gdn\tgdn.t.*\t*\to\tmax_rel\t0.1\tm\n"
-                                "gdn\tgdn.t.*\t*\tht\trel_rms\t0\tz\n");
+    ra_gates g = test_gates(HDR "gdn\tf32\t*\t*\to\trel_rms\t0.1\tr\n"
+                                "gdn\tf32\t*\t*\to\tmax_rel\t0.1\tm\n"
+                                "gdn\tf32\t*\t*\tht\trel_rms\t0\tz\n");
     ra_case_spec id = test_id();
     const char *expected[] = {"o", "ht", "dq", NULL};
-    ra_check_opts o = {&g, "gdn.t.x", 1, expected, "REPRO"};
+    ra_check_opts o = {&g, "gdn.t.x", 1, expected, "REPRO", "f32"};
     ra_rows rows;
     ra_rows_init(&rows);
     ck_assert_int_eq(ra_check_compare(&rows, &res, &ref, &id, &o), RA_OK);
@@ -117,7 +117,7 @@ START_TEST(special_compare)
     /* Without gates: one INFO row per tensor the result and the reference
        share (check mode: expected NULL); extra result tensors ignored. */
     put(&res, "extra", RA_F32, 1, (double[]){7});
-    ra_check_opts plain = {NULL, NULL, 0, NULL, "R"};
+    ra_check_opts plain = {NULL, NULL, 0, NULL, "R", NULL};
     ck_assert_int_eq(ra_check_compare(&rows, &res, &ref, &id, &plain), RA_OK);
     ck_assert_uint_eq(rows.n, 3);
     ck_assert_str_eq(rows.v[0].variant, "-");
@@ -136,10 +136,10 @@ START_TEST(special_compare_bad)
     put(&ref, "o", RA_F64, 4, (double[]){1, 2, 3, 4});
     ra_tensor *t;
     ck_assert_int_eq(ra_tensors_new(&res.tensors, &t, "o", RA_F32, 2, (int64_t[]){2, 2}), RA_OK);
-    ra_gates g = test_gates(HDR "gdn\t*\t*\t*\trel_rms\t1\tany\n");
+    ra_gates g = test_gates(HDR "gdn\tf64\t*\t*\t*\trel_rms\t1\tany\n");
     ra_case_spec id = test_id();
     const char *expected[] = {"o", NULL};
-    ra_check_opts o = {&g, "v", 1, expected, "R"};
+    ra_check_opts o = {&g, "v", 1, expected, "R", "f64"};
     ra_rows rows;
     ra_rows_init(&rows);
     ck_assert_int_eq(ra_check_compare(&rows, &res, &ref, &id, &o), RA_OK);
@@ -324,10 +324,10 @@ START_TEST(regress_tap_json)
         ra_tensor_set(b, i, i + 1);
     }
     ra_tensor_set(b, 4, 5.5); /* worst element [1, 1]: 5.5 against 5 */
-    ra_gates g = test_gates(HDR "gdn\t*\t*\t*\tmax_abs\t1\tm\n"
-                                "gdn\t*\t*\t*\tcos\t0.9999\tc\n");
+    ra_gates g = test_gates(HDR "gdn\tf64\t*\t*\t*\tmax_abs\t1\tm\n"
+                                "gdn\tf64\t*\t*\t*\tcos\t0.9999\tc\n");
     ra_case_spec id = test_id();
-    ra_check_opts o = {&g, "gdn.t.v", 1, NULL, "recaudit audit --variant gdn.t.v"};
+    ra_check_opts o = {&g, "gdn.t.v", 1, NULL, "recaudit audit --variant gdn.t.v", "f64"};
     ra_rows rows;
     ra_rows_init(&rows);
     ck_assert_int_eq(ra_check_compare(&rows, &res, &ref, &id, &o), RA_OK);
@@ -449,8 +449,10 @@ static const ra_row *first_row(const ra_rows *rows, const char *v)
 START_TEST(data_audit_case)
 {
     ra_registry *r = test_registry();
-    ra_gates g = test_gates(HDR "gdn\tgdn.*\t*\t*\trel_rms\t1e-10\tr\n"
-                                "gdn\tgdn.*\t*\t*\tmax_rel\t1e-10\tm\n");
+    ra_gates g = test_gates(HDR "gdn\tf64\t*\t*\t*\trel_rms\t1e-10\tr\n"
+                                "gdn\tf64\t*\t*\t*\tmax_rel\t1e-10\tm\n"
+                                "gdn\tf32\t*\t*\t*\trel_rms\t1e-10\tr\n"
+                                "gdn\tf32\t*\t*\t*\tmax_rel\t1e-10\tm\n");
     ra_audit_opts o;
     ra_audit_opts_init(&o);
     o.gates = &g;
@@ -535,7 +537,7 @@ END_TEST
 START_TEST(data_validate)
 {
     ra_registry *r = test_registry();
-    ra_gates g = test_gates(HDR "gdn\tgdn.*\t*\t*\trel_rms\t1e-10\tr\n");
+    ra_gates g = test_gates(HDR "gdn\tf64\t*\t*\t*\trel_rms\t1e-10\tr\n");
     ra_suite s;
     ra_suite_init(&s);
     ck_assert_int_eq(ra_suite_parse(&s,

@@ -28,6 +28,8 @@
  * so that the suite's tests can show validate rejecting it.
  * Built with -DPLANT_MISNAMED it writes ht and dk under other names, as a
  * kernel that forgets a tensor does: check must fail it for the missing ones.
+ * Built with -DEXAMPLE_NAME='"gdn.x"' it registers under that name: the gates
+ * follow its declared class (f64), whatever the name spells.
  */
 
 #include <math.h>
@@ -43,6 +45,10 @@ const int ra_plugin_abi_version = RA_PLUGIN_ABI_VERSION;
 #define DK_STATE_SIGN (+1.0) /* the planted bug */
 #else
 #define DK_STATE_SIGN (-1.0)
+#endif
+
+#ifndef EXAMPLE_NAME
+#define EXAMPLE_NAME "gdn.example.f64"
 #endif
 
 #ifdef PLANT_MISNAMED
@@ -283,7 +289,7 @@ static ra_status backward(const ra_variant *self, const ra_case *c, ra_tensors *
 ra_status ra_plugin_register(ra_registry *r)
 {
     static const ra_variant v = {
-        .name = "gdn.example.f64",
+        .name = EXAMPLE_NAME,
         .op = "gdn",
         .doc = "example plugin: sequential recurrence and reverse-time adjoint in double",
         .device = RA_CPU,

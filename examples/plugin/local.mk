@@ -21,6 +21,20 @@ examples_plugin_libgdnexample_misnamed_la_CPPFLAGS = -I$(top_srcdir)/include -DP
 examples_plugin_libgdnexample_misnamed_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 examples_plugin_libgdnexample_misnamed_la_LIBADD = -lm
 
+# The example under a name that spells another class (tf32) than it declares
+# (f64), sound and with the planted defect: the class picks the gates.
+check_LTLIBRARIES += examples/plugin/libgdnexample_tf32name.la examples/plugin/libgdnexample_tf32name_defect.la
+examples_plugin_libgdnexample_tf32name_la_SOURCES = examples/plugin/gdn_example.c
+examples_plugin_libgdnexample_tf32name_la_CPPFLAGS = -I$(top_srcdir)/include -DEXAMPLE_NAME='"gdn.mykernel.chunk64.tf32"'
+examples_plugin_libgdnexample_tf32name_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+examples_plugin_libgdnexample_tf32name_la_LIBADD = -lm
+examples_plugin_libgdnexample_tf32name_defect_la_SOURCES = examples/plugin/gdn_example.c
+examples_plugin_libgdnexample_tf32name_defect_la_CPPFLAGS = -I$(top_srcdir)/include -DEXAMPLE_NAME='"gdn.mykernel.chunk64.tf32"' -DPLANT_DEFECT
+examples_plugin_libgdnexample_tf32name_defect_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+examples_plugin_libgdnexample_tf32name_defect_la_LIBADD = -lm
+TESTS += tests/plugin-class.sh
+EXTRA_DIST += tests/plugin-class.sh
+
 # Broken plugins for the loader's error messages (tests/plugin-errors.sh).
 check_LTLIBRARIES += tests/libbadabi.la tests/liboldabi.la tests/libnoabi.la tests/libbadrow.la
 tests_libbadabi_la_SOURCES = tests/plugin-bad.c

@@ -31,14 +31,17 @@
  * a missing capability) returns RA_EUNSUPPORTED; validate reports that row
  * as skipped, not passed.
  *
- * Names: op.algorithm.precision[.inverse], e.g. gdn.chunk64.tf32.neumann.
- * The gates (data/gates.tsv) select their thresholds by glob over this
- * name, so the precision part of a name decides which thresholds apply:
- * name a variant for the arithmetic it really does.  The row also declares
- * that arithmetic as its precision class (pclass), one of RA_PCLASSES:
- * "f64" and "f32" (sequential arithmetic in that type), "ieee" (chunked,
- * fp32 products), "tf32", "tf32x3", "bf16" (chunked, matmul operands in
- * that format, fp32 accumulation); `recaudit list variants` shows it.
+ * Names: op.algorithm.precision[.inverse], e.g. gdn.chunk64.tf32.neumann,
+ * by convention, for readers.  The row DECLARES its arithmetic as its
+ * precision class (pclass), one of RA_PCLASSES: "f64" and "f32"
+ * (sequential arithmetic in that type), "ieee" (chunked, fp32 products),
+ * "tf32", "tf32x3", "bf16" (chunked, matmul operands in that format, fp32
+ * accumulation); `recaudit list variants` and every verdict row show it.
+ * THE CLASS PICKS THE GATES: data/gates.tsv selects thresholds by op and
+ * class, whatever the name says, so declare the arithmetic the kernel
+ * really does (a TF32 product in a kernel declared "ieee" fails its
+ * gates).  A name can only match a refinement row, which may tighten its
+ * class's gate and never loosen it.
  *
  * ABI history: 1 — first version.  2 — the unit-keys requirement bit.
  * 3 — rows carry a data pointer and the functions receive their row;
@@ -92,7 +95,7 @@ struct ra_variant {
     const char *op;   /* "gdn" */
     const char *doc;  /* one line: what it computes and how */
     ra_device device;
-    const char *pclass; /* declared arithmetic, one of RA_PCLASSES: "tf32" */
+    const char *pclass; /* declared arithmetic, one of RA_PCLASSES: picks the gates */
     unsigned caps;      /* RA_FWD, RA_BWD and the operation's RA_CAP_OP bits */
     const void *data; /* the implementation's configuration for this row */
     ra_variant_fn *forward;

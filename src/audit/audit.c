@@ -69,6 +69,7 @@ static ra_row *row_new(ra_rows *rows, const char *variant, const ra_case_spec *i
     ra_row *row = &rows->v[rows->n++];
     memset(row, 0, sizeof *row);
     copy_str(row->variant, sizeof row->variant, variant);
+    copy_str(row->pclass, sizeof row->pclass, NULL);
     row->id = *id;
     copy_str(row->tensor, sizeof row->tensor, tensor);
     row->value = NAN;
@@ -323,15 +324,16 @@ static ra_status compare_one(ra_rows *rows, const ra_tensor *res, const ra_tenso
     const ra_gate *sel[RA_GATES_MAX_METRICS];
     size_t nsel = 0;
     if (o->gates)
-        RA_TRY(ra_gates_select(sel, &nsel, o->gates, id->op, variant, id->dtype, ref->name));
+        RA_TRY(ra_gates_select(sel, &nsel, o->gates, id->op, o->pclass, variant, id->dtype,
+                               ref->name));
     if (nsel == 0) {
         ra_row *row;
         RA_TRY(metrics_row(&row, rows, variant, id, ref, o, &m, at));
         if (o->gates && o->require_gates) {
             snprintf(row->note, sizeof row->note,
-                     "no gate in %s covers op %s, variant %s, dtype %s, tensor %s",
-                     o->gates->path ? o->gates->path : "the gates", id->op, variant, id->dtype,
-                     ref->name);
+                     "no gate in %s covers op %s, class %s, variant %s, dtype %s, tensor %s",
+                     o->gates->path ? o->gates->path : "the gates", id->op,
+                     o->pclass ? o->pclass : "none (give --class)", variant, id->dtype, ref->name);
             row_verdict(rows, row, RA_VERDICT_FAIL);
         } else {
             row_verdict(rows, row, RA_VERDICT_INFO);
@@ -367,8 +369,8 @@ static ra_status no_common_tensor(const ra_case *ref)
               ref->op ? ref->op : "-", names);
 }
 
-ra_status ra_check_compare(ra_rows *rows, const ra_case *result, const ra_case *ref,
-                           const ra_case_spec *id, const ra_check_opts *o)
+static ra_status compare_all(ra_rows *rows, const ra_case *result, const ra_case *ref,
+                             const ra_case_spec *id, const ra_check_opts *o)
 {
     const char *variant = o->variant ? o->variant : "-";
     if (o->expected) {
@@ -400,4 +402,15 @@ ra_status ra_check_compare(ra_rows *rows, const ra_case *result, const ra_case *
     if (!compared)
         return no_common_tensor(ref);
     return RA_OK;
+}
+
+ra_status ra_check_compare(ra_rows *rows, const ra_case *result, const ra_case *ref,
+                           const ra_case_spec *id, const ra_check_opts *o)
+{
+    size_t from = rows->n;
+    ra_status st = compare_all(rows, result, ref, id, o);
+    /* Every row says which class gated it (notes included). */
+    for (size_t i = from; i < rows->n; i++)
+        copy_str(rows->v[i].pclass, sizeof rows->v[i].pclass, o->pclass);
+    return st;
 }

@@ -43,6 +43,7 @@ const char *ra_verdict_name(ra_verdict v); /* "pass", "FAIL", "skip", "-" */
 
 typedef struct ra_row {
     char variant[96];
+    char pclass[16]; /* the variant's declared precision class, "-" when unknown */
     ra_case_spec id;
     char tensor[32];  /* "-" for a row about the whole run */
     char metric[16];  /* the gated metric, "" when none */
@@ -111,6 +112,8 @@ typedef struct ra_check_opts {
     const char *const *expected; /* NULL-ended names the result must hold;
                                     NULL: the tensors the result has */
     const char *repro;           /* command copied into every row */
+    const char *pclass;          /* precision class the gates are selected by;
+                                    NULL: none (no gate applies) */
 } ra_check_opts;
 
 /* Metrics of every expected tensor of result against ref, then the gates:

@@ -13,15 +13,18 @@
 #include "core/metrics.h"
 
 /*
- * Rule (documented in gates.h and in the file's header): one row per
- * metric, the most specific match wins, ties are errors.  The specificity
- * of a glob is its count of literal characters, so `gdn.cpu.chunk64.bf16`
- * beats `gdn.*chunk*.bf16*`, which beats `gdn.*`.  Comparing specificity is
- * a lexicographic comparison of (glob literals, tensor exact, dtype exact).
+ * Rule (documented in gates.h and in the file's header): the variant's
+ * declared precision class picks the gates, never its name.  Per metric,
+ * the most specific CLASS row (refine `*`) of the variant's class is the
+ * gate; a matching REFINEMENT row (refine a glob over the variant name)
+ * may replace it only with a threshold at least as strict, so a name can
+ * tighten its class's gate but never loosen it.  Among class rows an exact
+ * tensor beats `*`, then an exact dtype beats `*`; among refinement rows
+ * the glob's count of literal characters comes first.  Ties are errors.
  */
 
-static const char *const gate_cols[] = {"op",     "variant-glob", "dtype", "tensor",
-                                        "metric", "threshold",    "why"};
+static const char *const gate_cols[] = {"op",     "class",  "refine",    "dtype",
+                                        "tensor", "metric", "threshold", "why"};
 
 void ra_gates_init(ra_gates *g)
 {
@@ -33,7 +36,8 @@ void ra_gates_init(ra_gates *g)
 static void gate_free(ra_gate *r)
 {
     free(r->op);
-    free(r->variant_glob);
+    free(r->pclass);
+    free(r->refine);
     free(r->dtype);
     free(r->tensor);
     free(r->metric);
@@ -91,33 +95,39 @@ static int metric_known(const char *m)
     return 0;
 }
 
-/* One row of the file (ra_tsv_row_fn; ctx: the ra_gates). */
+/* One row of the file (ra_tsv_row_fn; ctx: the ra_gates).  Fields: op,
+   class, refine, dtype, tensor, metric, threshold, why. */
 static ra_status add_row(void *ctx, char **f, int line, const char *what)
 {
     ra_gates *g = ctx;
+    if (!ra_pclass_known(f[1]))
+        RA_ERRORF(RA_EFORMAT,
+                  "%s line %d: class '%s' is not a precision class (f64, f32, ieee, tf32, "
+                  "tf32x3, bf16: RA_PCLASSES of recaudit/plugin.h)",
+                  what, line, f[1]);
     /* The canonical dtype spellings only: the column is compared as text. */
-    if (strcmp(f[2], "*") && strcmp(f[2], "f64") && strcmp(f[2], "f32") && strcmp(f[2], "bf16") &&
-        strcmp(f[2], "f16"))
+    if (strcmp(f[3], "*") && strcmp(f[3], "f64") && strcmp(f[3], "f32") && strcmp(f[3], "bf16") &&
+        strcmp(f[3], "f16"))
         RA_ERRORF(RA_EFORMAT, "%s line %d: dtype '%s' is not f64, f32, bf16, f16 or *", what, line,
-                  f[2]);
-    if (!metric_known(f[4]))
+                  f[3]);
+    if (!metric_known(f[5]))
         RA_ERRORF(RA_EFORMAT,
                   "%s line %d: unknown metric '%s' (max_abs, max_rel, rel_rms, cos, max_ulp, "
                   "p99_ulp, max_ulp_rms)",
-                  what, line, f[4]);
+                  what, line, f[5]);
     char *end;
     errno = 0;
-    double thr = strtod(f[5], &end);
-    if (end == f[5] || *end || errno == ERANGE || !isfinite(thr) || thr < 0)
+    double thr = strtod(f[6], &end);
+    if (end == f[6] || *end || errno == ERANGE || !isfinite(thr) || thr < 0)
         RA_ERRORF(RA_EFORMAT, "%s line %d: threshold '%s' is not a finite number >= 0", what, line,
-                  f[5]);
-    if (ra_metric_higher_is_better(f[4]) && thr > 1)
+                  f[6]);
+    if (ra_metric_higher_is_better(f[5]) && thr > 1)
         RA_ERRORF(RA_EFORMAT, "%s line %d: a %s threshold above 1 can never pass", what, line,
-                  f[4]);
+                  f[5]);
     for (size_t i = 0; i < g->n; i++) {
         const ra_gate *o = &g->rows[i];
-        if (!strcmp(o->op, f[0]) && !strcmp(o->variant_glob, f[1]) && !strcmp(o->dtype, f[2]) &&
-            !strcmp(o->tensor, f[3]) && !strcmp(o->metric, f[4]))
+        if (!strcmp(o->op, f[0]) && !strcmp(o->pclass, f[1]) && !strcmp(o->refine, f[2]) &&
+            !strcmp(o->dtype, f[3]) && !strcmp(o->tensor, f[4]) && !strcmp(o->metric, f[5]))
             RA_ERRORF(RA_EFORMAT, "%s line %d: repeats the gate of line %d", what, line, o->line);
     }
     ra_gate *rows = ra_tsv_grow(g->rows, &g->cap, g->n, sizeof *rows);
@@ -127,25 +137,48 @@ static ra_status add_row(void *ctx, char **f, int line, const char *what)
     ra_gate *r = &g->rows[g->n];
     memset(r, 0, sizeof *r);
     r->op = strdup(f[0]);
-    r->variant_glob = strdup(f[1]);
-    r->dtype = strdup(f[2]);
-    r->tensor = strdup(f[3]);
-    r->metric = strdup(f[4]);
-    r->why = strdup(f[6]);
-    if (!r->op || !r->variant_glob || !r->dtype || !r->tensor || !r->metric || !r->why) {
+    r->pclass = strdup(f[1]);
+    r->refine = strdup(f[2]);
+    r->dtype = strdup(f[3]);
+    r->tensor = strdup(f[4]);
+    r->metric = strdup(f[5]);
+    r->why = strdup(f[7]);
+    if (!r->op || !r->pclass || !r->refine || !r->dtype || !r->tensor || !r->metric || !r->why) {
         gate_free(r);
         RA_ERROR("out of memory", RA_ENOMEM);
     }
     r->threshold = thr;
     r->line = line;
-    r->glob_literal = glob_literals(f[1]);
+    r->refines = strcmp(f[2], "*") != 0;
+    r->glob_literal = r->refines ? glob_literals(f[2]) : 0;
     g->n++;
     return RA_OK;
 }
 
+/* 1 if the first line that is not a comment or blank is the header of the
+   former layout (op, variant-glob, ...), whose rows picked gates by name. */
+static int old_layout(const char *text)
+{
+    const char *p = text;
+    while (*p == '#' || *p == '\n' || *p == '\r') {
+        const char *nl = strchr(p, '\n');
+        if (!nl)
+            return 0;
+        p = nl + 1;
+    }
+    static const char old[] = "op\tvariant-glob\t";
+    return strncmp(p, old, sizeof old - 1) == 0;
+}
+
 ra_status ra_gates_parse(ra_gates *g, const char *text, const char *what)
 {
-    RA_TRY(ra_tsv_parse(text, what, gate_cols, 7, "gate", add_row, g));
+    if (old_layout(text))
+        RA_ERRORF(RA_EFORMAT,
+                  "%s: the variant-glob column is gone: gates are selected by the variant's "
+                  "declared precision class (columns op, class, refine, dtype, tensor, metric, "
+                  "threshold, why; data/gates.tsv's header explains)",
+                  what ? what : "gates");
+    RA_TRY(ra_tsv_parse(text, what, gate_cols, 8, "gate", add_row, g));
     if (!(g->path = strdup(what ? what : "gates")))
         RA_ERROR("out of memory", RA_ENOMEM);
     return RA_OK;
@@ -161,7 +194,8 @@ ra_status ra_gates_load(ra_gates *g, const char *path)
     return ra_tsv_load(path, "gates.tsv", parse_text, g);
 }
 
-/* > 0 if a is more specific than b, < 0 if less, 0 on a tie. */
+/* > 0 if a is more specific than b, < 0 if less, 0 on a tie (rows of one
+   kind: both class rows, or both refinements). */
 static int specificity_cmp(const ra_gate *a, const ra_gate *b)
 {
     if (a->glob_literal != b->glob_literal)
@@ -173,35 +207,66 @@ static int specificity_cmp(const ra_gate *a, const ra_gate *b)
     return da - db;
 }
 
+/* The most specific row of one kind (refines 0: class rows, 1:
+   refinements) gating metric m; *best NULL when none matches. */
+static ra_status pick(const ra_gate **best, const ra_gates *g, int refines, const char *m,
+                      const char *op, const char *pclass, const char *variant, const char *dtype,
+                      const char *tensor)
+{
+    *best = NULL;
+    for (size_t i = 0; i < g->n; i++) {
+        const ra_gate *r = &g->rows[i];
+        if (r->refines != refines || strcmp(r->metric, m) || strcmp(r->op, op) ||
+            strcmp(r->pclass, pclass))
+            continue;
+        if (refines && (!variant || !ra_glob_match(r->refine, variant)))
+            continue;
+        if (strcmp(r->dtype, "*") && strcmp(r->dtype, dtype))
+            continue;
+        if (strcmp(r->tensor, "*") && strcmp(r->tensor, tensor))
+            continue;
+        if (!*best) {
+            *best = r;
+            continue;
+        }
+        int c = specificity_cmp(r, *best);
+        if (c == 0)
+            RA_ERRORF(RA_EFORMAT,
+                      "%s: lines %d and %d both gate %s of '%s' (class %s, variant %s, dtype %s) "
+                      "with equal specificity; make one of them more specific",
+                      g->path ? g->path : "gates", (*best)->line, r->line, m, tensor, pclass,
+                      variant ? variant : "-", dtype);
+        if (c > 0)
+            *best = r;
+    }
+    return RA_OK;
+}
+
 ra_status ra_gates_select(const ra_gate **out, size_t *n, const ra_gates *g, const char *op,
-                          const char *variant, const char *dtype, const char *tensor)
+                          const char *pclass, const char *variant, const char *dtype,
+                          const char *tensor)
 {
     *n = 0;
+    if (!pclass)
+        return RA_OK;
     for (const char *const *m = ra_metric_names(); *m; m++) {
-        const ra_gate *best = NULL;
-        for (size_t i = 0; i < g->n; i++) {
-            const ra_gate *r = &g->rows[i];
-            if (strcmp(r->metric, *m) || strcmp(r->op, op) ||
-                !ra_glob_match(r->variant_glob, variant))
-                continue;
-            if (strcmp(r->dtype, "*") && strcmp(r->dtype, dtype))
-                continue;
-            if (strcmp(r->tensor, "*") && strcmp(r->tensor, tensor))
-                continue;
-            if (!best) {
-                best = r;
-                continue;
-            }
-            int c = specificity_cmp(r, best);
-            if (c == 0)
-                RA_ERRORF(RA_EFORMAT,
-                          "%s: lines %d and %d both gate %s of '%s' (variant %s, dtype %s) "
-                          "with equal specificity; make one of them more specific",
-                          g->path ? g->path : "gates", best->line, r->line, *m, tensor, variant,
-                          dtype);
-            if (c > 0)
-                best = r;
-        }
+        const ra_gate *cls, *ref;
+        RA_TRY(pick(&cls, g, 0, *m, op, pclass, variant, dtype, tensor));
+        RA_TRY(pick(&ref, g, 1, *m, op, pclass, variant, dtype, tensor));
+        if (ref && !cls)
+            RA_ERRORF(RA_EFORMAT,
+                      "%s line %d: refinement '%s' of %s for '%s' (class %s, dtype %s) has no "
+                      "class gate to tighten; add the class row",
+                      g->path ? g->path : "gates", ref->line, ref->refine, *m, tensor, pclass,
+                      dtype);
+        /* A refinement never loosens: equal thresholds are allowed. */
+        if (ref && !ra_gate_pass(cls, ref->threshold))
+            RA_ERRORF(RA_EFORMAT,
+                      "%s line %d: refinement '%s' would loosen the class %s gate of line %d "
+                      "(%s of '%s': %g against %g); a name may only tighten its class's gate",
+                      g->path ? g->path : "gates", ref->line, ref->refine, pclass, cls->line, *m,
+                      tensor, ref->threshold, cls->threshold);
+        const ra_gate *best = ref ? ref : cls;
         if (best) {
             if (*n >= RA_GATES_MAX_METRICS)
                 RA_ERROR("ra_gates_select: more metrics than RA_GATES_MAX_METRICS", RA_EINTERNAL);

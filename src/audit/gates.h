@@ -9,32 +9,40 @@
 /*
  * A gates file is tab-separated text.  Lines starting with '#' and blank
  * lines are comments; the first other line is the header
- *     op  variant-glob  dtype  tensor  metric  threshold  why
- * and every later line one gate.  `dtype` is the case's input dtype
- * (f64, f32, bf16, f16) or `*`; `tensor` a tensor name or `*`; `metric` one
- * of ra_metric_names(); `threshold` a finite number >= 0; `why` the reason,
- * non-empty (tabs are separators, so it holds none).
+ *     op  class  refine  dtype  tensor  metric  threshold  why
+ * and every later line one gate.  `class` is a precision class, one of
+ * RA_PCLASSES (recaudit/plugin.h); `refine` is `*` (a CLASS row) or a
+ * glob over variant names (a REFINEMENT row); `dtype` is the case's input
+ * dtype (f64, f32, bf16, f16) or `*`; `tensor` a tensor name or `*`;
+ * `metric` one of ra_metric_names(); `threshold` a finite number >= 0;
+ * `why` the reason, non-empty (tabs are separators, so it holds none).
  *
- * Selection (ra_gates_select): for a result tensor of a variant on a case,
- * each metric is gated by exactly one row, the MOST SPECIFIC of the rows
- * that match (op equal, variant-glob matching the variant name with
- * fnmatch, dtype and tensor equal or `*`).  Specificity is compared in
- * this order: the number of literal characters of the variant glob (a
- * bracket expression counts as one), then an exact tensor over `*`, then
- * an exact dtype over `*`.  Two matching rows for one metric that tie on
- * all three are an error naming both lines: the file must say which one is
- * meant.  Rows with the same op, glob, dtype, tensor and metric are refused
- * when the file is read.
+ * Selection (ra_gates_select): the variant's DECLARED precision class
+ * (ra_variant.pclass, or `check --class`) picks the gates, never its name.
+ * For a result tensor each metric is gated by exactly one row: the most
+ * specific class row of that op and class whose dtype and tensor match
+ * (equal or `*`; an exact tensor beats `*`, then an exact dtype beats
+ * `*`).  A refinement row of the same op and class whose glob matches the
+ * variant name (fnmatch) replaces it only if its threshold is at least as
+ * strict; among refinements, the most literal characters of the glob win
+ * first (a bracket expression counts one), then tensor, then dtype.  A
+ * matching refinement that is looser than the class gate, or has no class
+ * gate to tighten, is an error naming the lines: a name can tighten its
+ * class's gates, never loosen or create them.  Two matching rows of one
+ * kind that tie are an error naming both lines.  Rows with the same op,
+ * class, refine, dtype, tensor and metric are refused when the file is
+ * read.
  *
  * A gate passes when value <= threshold (value >= threshold for metrics
  * where higher is better: cos).  NaN never passes.
  */
 
 typedef struct ra_gate {
-    char *op, *variant_glob, *dtype, *tensor, *metric, *why;
+    char *op, *pclass, *refine, *dtype, *tensor, *metric, *why;
     double threshold;
     int line;         /* line number in the file, for messages */
-    int glob_literal; /* specificity of variant_glob */
+    int refines;      /* refine is a glob, not `*` */
+    int glob_literal; /* specificity of refine (0 for class rows) */
 } ra_gate;
 
 typedef struct ra_gates {
@@ -53,10 +61,12 @@ ra_status ra_gates_parse(ra_gates *g, const char *text, const char *what);
 
 #define RA_GATES_MAX_METRICS 8
 
-/* The gates for (op, variant, dtype, tensor): at most one row per metric,
-   in the order of ra_metric_names().  *n = 0 when no row matches. */
+/* The gates for (op, class pclass, variant name, input dtype, tensor): at
+   most one row per metric, in the order of ra_metric_names().  *n = 0 when
+   no row matches or pclass is NULL; variant NULL matches no refinement. */
 ra_status ra_gates_select(const ra_gate **out, size_t *n, const ra_gates *g, const char *op,
-                          const char *variant, const char *dtype, const char *tensor);
+                          const char *pclass, const char *variant, const char *dtype,
+                          const char *tensor);
 
 /* 1 if value passes the gate. */
 int ra_gate_pass(const ra_gate *gate, double value);

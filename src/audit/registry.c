@@ -153,7 +153,7 @@ static int name_ok(const char *s)
     return 1;
 }
 
-static int pclass_ok(const char *pclass)
+int ra_pclass_known(const char *pclass)
 {
     static const char *const known[] = {RA_PCLASSES};
     for (size_t i = 0; pclass && i < sizeof known / sizeof known[0]; i++)
@@ -179,7 +179,7 @@ ra_status ra_registry_add(ra_registry *r, const ra_variant *v)
                   from, v->name, v->op ? v->op : "(null)");
     if (!v->doc || !*v->doc || strchr(v->doc, '\n') || strchr(v->doc, '\t'))
         RA_ERRORF(RA_EINVAL, "%svariant '%s': doc must be one non-empty line", from, v->name);
-    if (!pclass_ok(v->pclass))
+    if (!ra_pclass_known(v->pclass))
         RA_ERRORF(RA_EINVAL,
                   "%svariant '%s': precision class '%s' is not one of f64, f32, ieee, tf32, "
                   "tf32x3, bf16 (recaudit/plugin.h)",

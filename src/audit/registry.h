@@ -21,6 +21,9 @@ size_t ra_registry_count(const ra_registry *r);
 const ra_variant *ra_registry_at(const ra_registry *r, size_t i);
 const ra_variant *ra_registry_find(const ra_registry *r, const char *name);
 
+/* 1 if pclass is one of RA_PCLASSES (recaudit/plugin.h), 0 otherwise or NULL. */
+int ra_pclass_known(const char *pclass);
+
 /* dlopen()s a plugin, checks ra_plugin_abi_version and calls
    ra_plugin_register; errors name the file and the missing symbol or
    version mismatch. */

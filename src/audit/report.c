@@ -45,10 +45,10 @@ static ra_status finish_table(ra_table *t, FILE *f, ra_format fmt, ra_status st)
 
 ra_status ra_report_validate_table(FILE *f, const ra_rows *rows, ra_format fmt)
 {
-    static const char *const h[] = {"variant", "shape", "regime", "dtype", "tensor",
-                                    "metric",  "value", "gate",   "pass"};
+    static const char *const h[] = {"variant", "class",  "shape", "regime", "dtype",
+                                    "tensor",  "metric", "value", "gate",   "pass"};
     ra_table *t;
-    RA_TRY(ra_table_new(&t, 9, h));
+    RA_TRY(ra_table_new(&t, 10, h));
     ra_status st = RA_OK;
     for (size_t i = 0; st == RA_OK && i < rows->n; i++) {
         const ra_row *r = &rows->v[i];
@@ -58,9 +58,16 @@ ra_status ra_report_validate_table(FILE *f, const ra_rows *rows, ra_format fmt)
         else
             snprintf(value, sizeof value, "-");
         fmt_gate(gate, sizeof gate, r);
-        const char *cells[] = {r->variant,  r->id.shape, r->id.regime,
-                               r->id.dtype, r->tensor,   r->gated ? r->metric : "-",
-                               value,       gate,        ra_verdict_name(r->verdict)};
+        const char *cells[] = {r->variant,
+                               r->pclass,
+                               r->id.shape,
+                               r->id.regime,
+                               r->id.dtype,
+                               r->tensor,
+                               r->gated ? r->metric : "-",
+                               value,
+                               gate,
+                               ra_verdict_name(r->verdict)};
         st = ra_table_add_row(t, cells);
     }
     return finish_table(t, f, fmt, st);
@@ -93,12 +100,14 @@ static void gates_summary(char *buf, size_t len, const ra_rows *rows, size_t fro
 
 ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, int with_variant)
 {
-    static const char *const h[] = {
-        "variant", "tensor", "dtype", "max_ulp", "p99_ulp", "max_ulp_rms", "rel_rms", "max_rel",
-        "max_abs", "cos",    "nan",   "inf",     "worst",   "value",       "ref",     "gates"};
+    static const char *const h[] = {"variant", "tensor",      "class",   "dtype",   "max_ulp",
+                                    "p99_ulp", "max_ulp_rms", "rel_rms", "max_rel", "max_abs",
+                                    "cos",     "nan",         "inf",     "worst",   "value",
+                                    "ref",     "gates"};
+    enum { NCOLS = sizeof h / sizeof h[0] };
     int off = with_variant ? 0 : 1;
     ra_table *t;
-    RA_TRY(ra_table_new(&t, 16 - off, h + off));
+    RA_TRY(ra_table_new(&t, NCOLS - off, h + off));
     ra_status st = RA_OK;
     for (size_t i = 0; st == RA_OK && i < rows->n;) {
         /* Rows of one (variant, tensor) are adjacent: ra_check_compare
@@ -135,8 +144,9 @@ ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, i
             snprintf(c[11], sizeof c[11], "%.6g", m->worst_value);
             snprintf(c[12], sizeof c[12], "%.6g", m->worst_ref);
         }
-        const char *cells[16] = {r->variant, r->tensor, c[0], c[1], c[2],  c[3],  c[4],  c[5],
-                                 c[6],       c[7],      c[8], c[9], c[10], c[11], c[12], gates};
+        const char *cells[NCOLS] = {r->variant, r->tensor, r->pclass, c[0],  c[1], c[2],
+                                    c[3],       c[4],      c[5],      c[6],  c[7], c[8],
+                                    c[9],       c[10],     c[11],     c[12], gates};
         st = ra_table_add_row(t, cells + off);
         i = j;
     }
@@ -245,6 +255,7 @@ static json_t *row_json(const ra_row *r)
         return NULL;
     int e = 0;
     e |= jset(o, "variant", json_string(r->variant));
+    e |= jset(o, "class", json_string(r->pclass));
     e |= jset(o, "op", json_string(r->id.op));
     e |= jset(o, "shape", json_string(r->id.shape));
     e |= jset(o, "regime", json_string(r->id.regime));

@@ -125,7 +125,7 @@ static ra_status audit_variant(ra_rows *rows, const ra_registry *r, const ra_var
     } else {
         /* Outputs (and gradients, when the backward ran) first, then a row
            for gradients that could not be had. */
-        ra_check_opts co = {x->o->gates, v->name, 1, grads ? x->all : x->outputs, repro};
+        ra_check_opts co = {x->o->gates, v->name, 1, grads ? x->all : x->outputs, repro, v->pclass};
         st = ra_check_compare(rows, &out.result, x->ref, x->id, &co);
         if (st == RA_OK && x->id->bwd && !(v->caps & RA_BWD))
             st = ra_rows_note(rows, v->name, x->id, "grads", repro, RA_VERDICT_SKIP,
@@ -182,7 +182,11 @@ ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, c
         const ra_variant *v = ra_registry_at(r, i);
         if (!ra_glob_match(glob, v->name) || strcmp(v->op, id->op) != 0)
             continue;
+        size_t from = rows->n;
         st = audit_variant(rows, r, v, &x);
+        /* skip and failure notes too: every row names the class that gates it */
+        for (size_t j = from; j < rows->n; j++)
+            snprintf(rows->v[j].pclass, sizeof rows->v[j].pclass, "%s", v->pclass);
         ra_progress_add(o->progress, 1);
     }
     ra_inputs_unseal(&sealed, &c);

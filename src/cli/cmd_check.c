@@ -8,6 +8,7 @@
 
 #include "audit/audit.h"
 #include "audit/gates.h"
+#include "audit/registry.h"
 #include "audit/report.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -26,9 +27,18 @@
  * operation's row lists them: every output, and the gradient d<x> of every
  * input x the case holds when gradients are due.  A missing one is a FAIL
  * row naming it, never a silent pass: a kernel that forgets ht or dk must
- * not go green.  Gates apply when a variant is named (--variant, else the
- * result's "variant" metadata), and then every tensor must be covered by a
- * gate.
+ * not go green.
+ *
+ * Gates are selected by precision class (data/gates.tsv), never by name.
+ * The class is --class C, else the declared class of the variant named by
+ * --variant or by the result's "variant" metadata when that variant is
+ * registered (built in or --plugin); a --class that contradicts a
+ * registered variant's declaration is refused (exit 2).  Once a variant or
+ * a class is named, a verdict is asked for and every tensor must be gated:
+ * a named variant that is not registered and no --class leaves every
+ * tensor ungated, which FAILS with a note asking for --class (an unknown
+ * name must not turn a verdict into a metrics report).  With neither, the
+ * metrics alone are reported (exit 0).
  *
  * A result whose metadata names a different case (shape, seed, regime,
  * dtype) than the case file is refused: comparing it would measure the
@@ -43,19 +53,25 @@
 static void print_help(FILE *f)
 {
     fprintf(f, "usage: recaudit check CASE.safetensors RESULT.safetensors [--ref REF.safetensors]\n"
-               "                      [--variant NAME] [--gates FILE] [--format text|md|csv|json]\n"
+               "                      [--variant NAME] [--class C] [--plugin LIB.so]\n"
+               "                      [--gates FILE] [--format text|md|csv|json]\n"
                "                      [--allow-uncertified] [--threads N]\n"
                "\n"
                "Compares every output and gradient of RESULT with the certified reference of\n"
                "CASE: max_ulp and p99_ulp (in the result's storage dtype, over elements\n"
                "with |ref| >= 2^-10 rms(ref)), max_ulp_rms (max|err| in ulps of rms(ref)),\n"
-               "rel_rms, max_rel, max_abs, cos, NaN/Inf counts and the worst element.\n"
-               "With a variant name the\n"
-               "gates of data/gates.tsv apply and the exit status is 1 when one fails.\n"
+               "rel_rms, max_rel, max_abs, cos, NaN/Inf counts and the worst element. With\n"
+               "a precision class (--class, or the declared class of the registered variant\n"
+               "named by --variant or the result's metadata) the gates of data/gates.tsv\n"
+               "for that class apply and the exit status is 1 when one fails; a named\n"
+               "variant that is not registered, without --class, fails ungated.\n"
                "\n"
                "options:\n"
                "  --ref FILE           reference file ('recaudit ref'); default: computed, cached\n"
                "  --variant NAME       gate as this variant (default: the result's metadata)\n"
+               "  --class C            precision class to gate by: f64 f32 ieee tf32 tf32x3 bf16\n"
+               "                       (default: the registered variant's declared class)\n"
+               "  --plugin LIB.so      load a plugin's variants (repeatable)\n"
                "  --gates FILE         gates table (default: the shipped data/gates.tsv)\n"
                "  --format F           text (default), md, csv or json\n"
                "  --allow-uncertified  accept a reference below the certified bits\n"
@@ -68,6 +84,7 @@ static void print_help(FILE *f)
 
 typedef struct check_args {
     const char *case_path, *result_path, *ref_path;
+    const char *pclass;     /* --class */
     const ra_cli_args *cli; /* --variant, --gates, --format, --threads, ... */
 } check_args;
 
@@ -167,6 +184,24 @@ static ra_status get_reference(ra_case *ref, const ra_case *c, int grads, const 
     return ra_ref_compute(ref, c, &o, a->case_path);
 }
 
+/* The class the gates are selected by (*out NULL: none): --class, else the
+   declaration of the registered variant; a contradiction is refused. */
+static ra_status class_of(const char **out, const char *given, const char *variant,
+                          const ra_registry *reg)
+{
+    const ra_variant *v = variant && reg ? ra_registry_find(reg, variant) : NULL;
+    *out = given;
+    if (!v)
+        return RA_OK;
+    if (given && strcmp(given, v->pclass) != 0)
+        RA_ERRORF(RA_EINVAL,
+                  "--class %s contradicts variant %s, which declares precision class %s; a "
+                  "registered variant is gated by its declared class",
+                  given, variant, v->pclass);
+    *out = v->pclass;
+    return RA_OK;
+}
+
 static int check(const check_args *a)
 {
     ra_case c, res, ref;
@@ -178,7 +213,8 @@ static int check(const check_args *a)
     ra_rows rows;
     ra_rows_init(&rows);
     FILE *info = ra_cli_info_stream(a->cli->fmt);
-    const char *variant = a->cli->variant;
+    const char *variant = a->cli->variant, *pclass = NULL;
+    ra_registry *reg = NULL;
     const char **expected = NULL;
     const ra_op *op = NULL;
     int grads = 0, fwd_only = 0;
@@ -221,6 +257,11 @@ static int check(const check_args *a)
     if (st == RA_OK && !variant)
         variant = ra_case_param(&res, "variant");
     if (st == RA_OK && variant)
+        st = ra_registry_new_with_plugins(&reg, a->cli->plugins);
+    if (st == RA_OK)
+        st = class_of(&pclass, a->pclass, variant, reg);
+    const int verdict = st == RA_OK && (variant || pclass);
+    if (verdict)
         st = ra_gates_load(&gates, a->cli->gates);
     if (st == RA_OK) {
         for (size_t i = 0; i < res.tensors.n; i++)
@@ -229,37 +270,45 @@ static int check(const check_args *a)
                         "recaudit check: note: %s: tensor '%s' has no reference; not checked\n",
                         a->result_path, res.tensors.items[i]->name);
         char repro[1024];
-        snprintf(repro, sizeof repro, "recaudit check %s %s%s%s%s%s%s%s", a->case_path,
+        snprintf(repro, sizeof repro, "recaudit check %s %s%s%s%s%s%s%s%s%s", a->case_path,
                  a->result_path, a->ref_path ? " --ref " : "", a->ref_path ? a->ref_path : "",
-                 variant ? " --variant " : "", variant ? variant : "",
-                 a->cli->gates ? " --gates " : "", a->cli->gates ? a->cli->gates : "");
+                 variant ? " --variant " : "", variant ? variant : "", a->pclass ? " --class " : "",
+                 a->pclass ? a->pclass : "", a->cli->gates ? " --gates " : "",
+                 a->cli->gates ? a->cli->gates : "");
+        for (size_t i = 0; i < a->cli->nplugins; i++) /* the variant's class comes from them */
+            snprintf(repro + strlen(repro), sizeof repro - strlen(repro), " --plugin %s",
+                     a->cli->plugins[i]);
         ra_case_spec id;
         ra_case_spec_from_case(&id, &c, 1);
-        ra_check_opts co = {variant ? &gates : NULL, variant, 1, expected, repro};
+        ra_check_opts co = {verdict ? &gates : NULL, variant, 1, expected, repro, pclass};
         st = ra_check_compare(&rows, &res, &ref, &id, &co);
     }
     if (st == RA_OK)
         st = ra_report_metrics_table(stdout, &rows, a->cli->fmt, 0);
-    if (st == RA_OK && variant) {
+    if (st == RA_OK && verdict) {
         ra_report_failures(info, &rows);
-        fprintf(info, "gates of %s: ", variant);
+        fprintf(info, "gates of %s (class %s): ", variant ? variant : "-",
+                pclass ? pclass : "none: give --class");
         ra_report_summary(info, &rows);
     }
     int rc = st != RA_OK ? ra_status_exit_code(st) : rows.failed ? 1 : 0;
     free(expected);
     ra_rows_clear(&rows);
     ra_gates_clear(&gates);
+    ra_registry_free(reg);
     ra_case_clear(&ref);
     ra_case_clear(&res);
     ra_case_clear(&c);
     return rc;
 }
 
-enum { OPT_REF = RA_CLI_OWN };
+enum { OPT_REF = RA_CLI_OWN, OPT_CLASS };
 
 static const struct option check_options[] = {
     {"ref", required_argument, NULL, OPT_REF},
+    {"class", required_argument, NULL, OPT_CLASS},
     RA_CLI_OPTION_VARIANT,
+    RA_CLI_OPTION_PLUGIN,
     RA_CLI_OPTION_GATES,
     RA_CLI_OPTION_FORMAT,
     RA_CLI_OPTION_ALLOW_UNCERTIFIED,
@@ -269,8 +318,18 @@ static const struct option check_options[] = {
 
 static int check_option(void *ctx, const ra_cli_args *cli, int code, const char *value)
 {
-    (void)cli, (void)code; /* OPT_REF is check's only option */
-    ((check_args *)ctx)->ref_path = value;
+    (void)cli;
+    check_args *a = ctx;
+    if (code == OPT_REF) {
+        a->ref_path = value;
+        return 0;
+    }
+    if (!ra_pclass_known(value))
+        return ra_cli_usage_error("check",
+                                  "--class '%s' is not a precision class (f64, f32, ieee, tf32, "
+                                  "tf32x3, bf16)",
+                                  value);
+    a->pclass = value;
     return 0;
 }
 
@@ -283,7 +342,7 @@ static const ra_cli_syntax check_syntax = {.cmd = "check",
 int ra_cmd_check(int argc, char **argv)
 {
     ra_cli_args cli;
-    check_args a = {NULL, NULL, NULL, &cli};
+    check_args a = {NULL, NULL, NULL, NULL, &cli};
     int rc = ra_cli_parse(&cli, &check_syntax, argc, argv, &a);
     if (rc != RA_CLI_GO)
         return rc;

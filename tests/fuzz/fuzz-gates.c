@@ -13,7 +13,7 @@
  * The readers take NUL-terminated text, so the input is copied with a
  * terminator (an embedded NUL ends the text early, as it would for a file
  * read by ra_tsv_load).  A table that parses is also queried, so the
- * most-specific-row selection runs over fuzzed globs.
+ * class and refinement selection runs over fuzzed globs.
  */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -31,8 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ra_gates_parse(&g, text, "fuzz.tsv") == RA_OK) {
         const ra_gate *sel[RA_GATES_MAX_METRICS];
         size_t n;
-        (void)ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.chunk64.bf16", "bf16", "dk");
-        (void)ra_gates_select(sel, &n, &g, "gdn", "gdn.cpu.f32", "f32", "o");
+        (void)ra_gates_select(sel, &n, &g, "gdn", "bf16", "gdn.cpu.chunk64.bf16", "bf16", "dk");
+        (void)ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.f32", "f32", "o");
+        (void)ra_gates_select(sel, &n, &g, "gdn", "f32", NULL, "f32", "o");
     }
     ra_gates_clear(&g);
     free(text);
