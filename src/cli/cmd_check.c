@@ -347,8 +347,12 @@ int ra_cmd_check(int argc, char **argv)
     if (rc != RA_CLI_GO)
         return rc;
     if (argc - optind != 2)
-        return ra_cli_usage_error("check", "expected CASE.safetensors RESULT.safetensors");
-    a.case_path = argv[optind];
-    a.result_path = argv[optind + 1];
-    return check(&a);
+        rc = ra_cli_usage_error("check", "expected CASE.safetensors RESULT.safetensors");
+    else {
+        a.case_path = argv[optind];
+        a.result_path = argv[optind + 1];
+        rc = check(&a);
+    }
+    ra_cli_args_clear(&cli); /* the --plugin list */
+    return rc;
 }
