@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ra_fuzz_init();
     if (!path[0]) {
-        snprintf(path, sizeof path, "/tmp/recaudit-fuzz-case.XXXXXX");
+        const char *dir = getenv("TMPDIR");
+        snprintf(path, sizeof path, "%s/recaudit-fuzz-case.XXXXXX", dir && *dir ? dir : "/tmp");
         int fd = mkstemp(path);
         if (fd < 0)
             abort();

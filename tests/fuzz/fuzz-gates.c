@@ -21,11 +21,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ra_fuzz_init();
-    char *text = malloc(size + 1);
+    char *text = ra_fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     ra_gates g;
     ra_gates_init(&g);
     if (ra_gates_parse(&g, text, "fuzz.tsv") == RA_OK) {

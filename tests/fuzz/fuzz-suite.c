@@ -19,11 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ra_fuzz_init();
-    char *text = malloc(size + 1);
+    char *text = ra_fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     ra_suite s;
     ra_suite_init(&s);
     (void)ra_suite_parse(&s, text, "fuzz.tsv");
