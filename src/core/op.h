@@ -43,6 +43,7 @@ typedef struct ra_op_tensor {
     const char *shape; /* axes as dimension names, outermost first: "B,T,Hk,K" */
     int optional;      /* may be absent (h0, dht, dh0) */
     int state;         /* stored in f32 whatever the case dtype (f64 when it is f64) */
+    int nondiff;       /* an input without a gradient (a constant table: bigdn's RoPE) */
 } ra_op_tensor;
 
 /* A named item with a one-line doc: parameters, flags, regimes. */

@@ -18,11 +18,13 @@
 extern const ra_op ra_op_gdn;
 extern const ra_op ra_op_scan_linear, ra_op_scan_affine, ra_op_scan_log;
 extern const ra_op ra_op_glr;
+extern const ra_op ra_op_bigdn, ra_op_bigdn_core;
 
 static const ra_op *const ops[] = {
     &ra_op_gdn,
     &ra_op_scan_linear, &ra_op_scan_affine, &ra_op_scan_log,
     &ra_op_glr,
+    &ra_op_bigdn, &ra_op_bigdn_core,
     NULL,
 };
 
