@@ -64,7 +64,7 @@ START_TEST(special_rows)
                 nout++;
                 ck_assert_msg(twin && twin->role == RA_ROLE_COTANGENT, "%s: no %s", op->name, d);
             }
-            if (t->role == RA_ROLE_INPUT && t->nondiff) {
+            if (t->role == RA_ROLE_INPUT && ra_op_input_nondiff(op, t->name)) {
                 nin++;
                 ck_assert_msg(!twin, "%s: %s has a gradient but is nondiff", op->name, d);
             } else if (t->role == RA_ROLE_INPUT) {
@@ -73,6 +73,10 @@ START_TEST(special_rows)
                 ck_assert_int_eq(twin->optional, t->optional);
             }
             ck_assert(t->shape && *t->shape);
+        }
+        for (const char *const *nd = op->nondiff; nd && *nd; nd++) {
+            const ra_op_tensor *t = ra_op_tensor_find(op, *nd);
+            ck_assert_msg(t && t->role == RA_ROLE_INPUT, "%s: nondiff %s is no input", op->name, *nd);
         }
         ck_assert_uint_ge(nin, 1);
         ck_assert_uint_ge(nout, 1);

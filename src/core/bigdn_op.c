@@ -23,8 +23,8 @@ static const ra_op_tensor full_tensors[] = {
     {"decay", RA_ROLE_INPUT, "B,H,F", 0, 1},
     {"q_norm_w", RA_ROLE_INPUT, "H*D", 0, 1},
     {"k_norm_w", RA_ROLE_INPUT, "H*D", 0, 1},
-    {"rope_cos", RA_ROLE_INPUT, "N,D", 0, 1, 1},
-    {"rope_sin", RA_ROLE_INPUT, "N,D", 0, 1, 1},
+    {"rope_cos", RA_ROLE_INPUT, "N,D", 0, 1},
+    {"rope_sin", RA_ROLE_INPUT, "N,D", 0, 1},
     {"dout", RA_ROLE_COTANGENT, "B,N,H,D", 0, 0},
     {"out", RA_ROLE_OUTPUT, "B,N,H,D", 0, 0},
     {"dqkv", RA_ROLE_GRADIENT, "B,N,3,H,D", 0, 0},
@@ -32,7 +32,7 @@ static const ra_op_tensor full_tensors[] = {
     {"ddecay", RA_ROLE_GRADIENT, "B,H,F", 0, 1},
     {"dq_norm_w", RA_ROLE_GRADIENT, "H*D", 0, 1},
     {"dk_norm_w", RA_ROLE_GRADIENT, "H*D", 0, 1},
-    {NULL, 0, NULL, 0, 0, 0},
+    {NULL, 0, NULL, 0, 0},
 };
 
 static const ra_op_tensor core_tensors[] = {
@@ -52,7 +52,7 @@ static const ra_op_tensor core_tensors[] = {
     {"dV", RA_ROLE_GRADIENT, "B,N,H,D", 0, 0},
     {"dbeta", RA_ROLE_GRADIENT, "B,H,F,S", 0, 1},
     {"ddecay", RA_ROLE_GRADIENT, "B,H,F", 0, 1},
-    {NULL, 0, NULL, 0, 0, 0},
+    {NULL, 0, NULL, 0, 0},
 };
 
 static const ra_op_item full_params[] = {
@@ -128,6 +128,7 @@ const ra_op ra_op_bigdn = {
     .doc = "bidirectional frame gated delta net (seed 003): qkv [B,N,3,H,D], beta [B,H,F,S], "
            "decay [B,H,F], norm weights [H*D], RoPE tables [N,D] -> out [B,N,H,D] (docs/bigdn.md)",
     .tensors = full_tensors,
+    .nondiff = (const char *const[]){"rope_cos", "rope_sin", NULL},
     .params = full_params,
     .flags = ra_bigdn_flags,
     .regimes = ra_bigdn_regimes,

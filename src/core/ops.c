@@ -81,6 +81,14 @@ const ra_op_tensor *ra_op_tensor_find(const ra_op *op, const char *name)
     return NULL;
 }
 
+int ra_op_input_nondiff(const ra_op *op, const char *name)
+{
+    for (const char *const *p = op->nondiff; p && *p && name; p++)
+        if (strcmp(*p, name) == 0)
+            return 1;
+    return 0;
+}
+
 size_t ra_op_tensor_names(const char **out, size_t n, const ra_op *op, ra_role role)
 {
     size_t k = 0;

@@ -239,6 +239,8 @@ static void heads_of(const ra_bigdn_in *in, int arr, int64_t i, int64_t *b0, int
         blk = F * D;
     else if (arr >= RA_BIGDN_P_P && arr <= RA_BIGDN_P_MT)
         blk = F * D * D;
+    else if (arr == RA_BIGDN_P_M0)
+        blk = D * D;
     if (arr == RA_BIGDN_P_DEN) {
         *b0 = i / (N * H), *h0 = i % H;
     } else if (blk) {

@@ -8,7 +8,7 @@
    Qr, Kr, V, beta, decay; output out with cotangent dout. */
 extern const ra_gc_op ra_gc_op_bigdn, ra_gc_op_bigdn_core;
 /* The same plus the perturbation arrays of src/ref/bigdn.h (Qn, Kn for
-   bigdn; P, A, Pz, Bz, Mf, Mr, zf, zr, Mt, zt, num, den), whose gradients
+   bigdn; P, A, Pz, Bz, Mf, Mr, zf, zr, Mt, zt, num, den), M0, whose gradients
    are the adjoints of those internal quantities: for the derivation
    checks of the seed's phase formulas.  No reference backward. */
 extern const ra_gc_op ra_gc_op_bigdn_state, ra_gc_op_bigdn_core_state;

@@ -35,7 +35,7 @@
  */
 
 static const char *const pert_names[] = {"Qn", "Kn", "P",  "A",  "Pz",  "Bz",  "Mf", "Mr",
-                                         "zf", "zr", "Mt", "zt", "num", "den", "dout"};
+                                         "zf", "zr", "Mt", "zt", "num", "den", "M0",  "dout"};
 
 const char *ra_bigdn_arr_name(ra_bigdn_kind kind, int a)
 {
@@ -77,6 +77,8 @@ int64_t ra_bigdn_arr_numel(const ra_bigdn_shape *s, ra_bigdn_kind kind, int a)
         return tok;
     case RA_BIGDN_P_DEN:
         return s->B * N * s->H;
+    case RA_BIGDN_P_M0:
+        return s->B * s->H * DD;
     case RA_BIGDN_P_BZ:
     case RA_BIGDN_P_ZF:
     case RA_BIGDN_P_ZR:
@@ -391,6 +393,9 @@ static void forward_streams(head *k)
         gate(k, f);
         if (f == 0) {
             ra_mp_zero(k->t[T_1], (size_t)DD);
+            for (int64_t j = 0; j < DD; j++)
+                pert_add(k->t[T_1] + j, k->in, RA_BIGDN_P_M0, (k->b * k->s->H + k->h) * DD + j,
+                         k->x);
             ra_mp_zero(k->v[V_1], (size_t)D);
         }
         step(k, mat(k, ST_MF, f), mat(k, ST_P, f), f ? mat(k, ST_MF, f - 1) : k->t[T_1],

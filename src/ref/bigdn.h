@@ -30,6 +30,7 @@
  *                                          (M_f, M'_f after frame f's step)
  *   Mt [B,H,F,D,D]        zt [B,H,F,D]     the combined states the readout uses
  *   num [B,N,H,D]         den [B,N,H]      before the division
+ *   M0 [B,H,D,D]          the forward stream's initial state M_{-1}
  */
 
 enum {
@@ -47,6 +48,7 @@ enum {
     RA_BIGDN_P_ZT,
     RA_BIGDN_P_NUM,
     RA_BIGDN_P_DEN,
+    RA_BIGDN_P_M0,
     RA_BIGDN_DOUT,
     RA_BIGDN_NARR
 };
