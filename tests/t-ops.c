@@ -76,7 +76,8 @@ START_TEST(special_rows)
         }
         for (const char *const *nd = op->nondiff; nd && *nd; nd++) {
             const ra_op_tensor *t = ra_op_tensor_find(op, *nd);
-            ck_assert_msg(t && t->role == RA_ROLE_INPUT, "%s: nondiff %s is no input", op->name, *nd);
+            ck_assert_msg(t && t->role == RA_ROLE_INPUT, "%s: nondiff %s is no input", op->name,
+                          *nd);
         }
         ck_assert_uint_ge(nin, 1);
         ck_assert_uint_ge(nout, 1);

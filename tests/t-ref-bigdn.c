@@ -1,4 +1,5 @@
-/* Tests of the bigdn MPFR reference and case code: a hand case, special inputs, a double transcription, FD, refusals. */
+/* Tests of the bigdn MPFR reference and case code: a hand case, special inputs, a double
+ * transcription, FD, refusals. */
 #include <config.h>
 
 #include <math.h>
@@ -10,6 +11,7 @@
 #include "core/kv.h"
 #include "core/op.h"
 #include "gradcheck/bigdn_gc.h"
+#include "gradcheck/derive.h"
 #include "ref-testutil.h"
 #include "ref/bigdn.h"
 
@@ -98,8 +100,12 @@ START_TEST(special_hand)
     run r;
     run_ref(&r, &c, 1, 1);
     const double want_out[] = {2.0 / 3, -1.0 / 3};
-    const double want[7][2] = {{-1.0 / 6, -1.0 / 18}, {-1.0 / 18, -1.0 / 9}, {1.0 / 3, 1.0 / 3},
-                               {2.0 / 3, -1.0 / 3},  {1.0 / 6, 1.0 / 6},    {1.0 / 9, 0},
+    const double want[7][2] = {{-1.0 / 6, -1.0 / 18},
+                               {-1.0 / 18, -1.0 / 9},
+                               {1.0 / 3, 1.0 / 3},
+                               {2.0 / 3, -1.0 / 3},
+                               {1.0 / 6, 1.0 / 6},
+                               {1.0 / 9, 0},
                                {0, 0}};
     for (int e = 0; e < 2; e++)
         ck_assert_double_eq_tol(at(&r.out.out, e), want_out[e], 1e-15);
@@ -195,7 +201,8 @@ static void naive(double *out, const ra_case *c, int full)
                         for (int64_t j = 0; j < D; j++) {
                             double v = 0;
                             for (int64_t m = 0; has_prev && m < D; m++)
-                                v += ((i == m) - Pm[src * DD + i * D + m]) * M[prev * DD + m * D + j];
+                                v += ((i == m) - Pm[src * DD + i * D + m]) *
+                                     M[prev * DD + m * D + j];
                             T[i * D + j] = g * v + Am[src * DD + i * D + j];
                         }
                         double v = 0;
@@ -239,8 +246,8 @@ static void against_naive(const char *op, const char *regime, const char *shape)
         err = fmax(err, fabs(at(&r.out.out, (int64_t)i) - want[i]));
         scale = fmax(scale, fabs(want[i]));
     }
-    ck_assert_msg(scale > 0 && err <= 1e-11 * scale, "%s %s %s: err %g scale %g", op, regime,
-                  shape, err, scale);
+    ck_assert_msg(scale > 0 && err <= 1e-11 * scale, "%s %s %s: err %g scale %g", op, regime, shape,
+                  err, scale);
     free(want);
     run_free(&r);
     ra_case_clear(&c);
@@ -330,8 +337,8 @@ static void gradcheck(const ra_gc_op *op, const ra_case *c, ra_gc_mode mode, dou
     ra_gc_result res;
     ck_assert_msg(ra_gradcheck(&res, op, c, &o, NULL, "case") == RA_OK, "%s", ra_last_error());
     for (size_t i = 0; i < res.n; i++) {
-        ck_assert_msg(res.rows[i].digits >= min, "%s %s: %.1f digits", op->name,
-                      res.rows[i].tensor, res.rows[i].digits);
+        ck_assert_msg(res.rows[i].digits >= min, "%s %s: %.1f digits", op->name, res.rows[i].tensor,
+                      res.rows[i].digits);
         ck_assert_int_eq(res.rows[i].excluded, 0);
     }
 }
@@ -394,6 +401,28 @@ END_TEST
 
 /* --- (e) identities ------------------------------------------------------------------------ */
 
+/* Seed 003's phase formulas as recaudit derive checks them: every row holds
+   (20 core formulas under 2 cases, 7 of the layer under 1). */
+START_TEST(random_derive)
+{
+    const ra_derive_set *const *sets[] = {ra_op_find("bigdn.core")->derive,
+                                          ra_op_find("bigdn")->derive};
+    ra_derive_row rows[64];
+    size_t n = 0;
+    ra_gc_opts o;
+    ra_gc_opts_init(&o);
+    o.threads = 2;
+    for (int k = 0; k < 2; k++)
+        for (const ra_derive_set *const *s = sets[k]; *s; s++)
+            ck_assert_msg(ra_derive_check(rows, &n, 64, *s, &o, 30) == RA_OK, "%s",
+                          ra_last_error());
+    ck_assert_uint_eq(n, 47);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(rows[i].holds && rows[i].digits >= 45, "%s (%s): %.1f digits",
+                      rows[i].f->written, rows[i].cs->label, rows[i].digits);
+}
+END_TEST
+
 START_TEST(regress_threads)
 {
     for (int k = 0; k < 2; k++) {
@@ -435,8 +464,8 @@ START_TEST(data_bad_input)
             sh[0] = 5;
         tu_add(&bad.tensors, t->name, RA_F64, t->ndim, sh, NULL);
     }
-    tu_expect_error(ra_bigdn_problem_init(&p, &bad, 0, "x.st"), RA_EINVAL, "x.st", "'qkv'",
-                    "N = 6", "'beta'", "N must equal F*S");
+    tu_expect_error(ra_bigdn_problem_init(&p, &bad, 0, "x.st"), RA_EINVAL, "x.st", "'qkv'", "N = 6",
+                    "'beta'", "N must equal F*S");
     ra_case_clear(&bad);
     tu_case_init(&bad, "bigdn");
     for (size_t i = 0; i < c.tensors.n; i++) {
@@ -473,8 +502,7 @@ START_TEST(data_bad_input)
     tu_add(&bad.tensors, "rope_cos", RA_F64, 2, t2, NULL);
     tu_add(&bad.tensors, "rope_sin", RA_F64, 2, t2, NULL);
     tu_add(&bad.tensors, "dout", RA_F64, 4, o4, NULL);
-    tu_expect_error(ra_bigdn_problem_init(&p, &bad, 0, "x.st"), RA_EINVAL, "'qkv'", "odd",
-                    "RoPE");
+    tu_expect_error(ra_bigdn_problem_init(&p, &bad, 0, "x.st"), RA_EINVAL, "'qkv'", "odd", "RoPE");
     ra_case_clear(&bad);
     ra_bigdn_shape sh;
     tu_expect_error(ra_bigdn_shape_parse(&sh, RA_BIGDN_FULL, "B=1,F=2,S=3,H=2,D=5"), RA_EINVAL,
@@ -505,8 +533,8 @@ START_TEST(data_bad_input)
         if (strcmp(c.tensors.items[i]->name, "dout") != 0)
             tu_add(&nod.tensors, c.tensors.items[i]->name, RA_F64, c.tensors.items[i]->ndim,
                    c.tensors.items[i]->shape, NULL);
-    tu_expect_error(ra_bigdn_problem_init(&p, &nod, RA_BIGDN_NEED_COTANGENTS, "x.st"),
-                    RA_ENOTFOUND, "'dout'");
+    tu_expect_error(ra_bigdn_problem_init(&p, &nod, RA_BIGDN_NEED_COTANGENTS, "x.st"), RA_ENOTFOUND,
+                    "'dout'");
     ra_case_clear(&nod);
     ra_case_clear(&c);
 }
@@ -570,7 +598,7 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("ref-bigdn");
     tu_tcase(s, "special", tu_capture, NULL, special_hand, special_beta_zero, special_decay_zero);
-    tu_tcase(s, "random", tu_capture, NULL, random_naive, random_gradcheck);
+    tu_tcase(s, "random", tu_capture, NULL, random_naive, random_gradcheck, random_derive);
     tu_tcase(s, "data", tu_capture, NULL, data_bad_input, data_generate);
     tu_tcase(s, "regress", tu_capture, NULL, regress_kink, regress_threads);
     return s;

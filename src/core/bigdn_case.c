@@ -117,8 +117,8 @@ ra_status ra_bigdn_problem_init(ra_bigdn_problem *p, const ra_case *c, unsigned 
         RA_ERRORF(RA_EINVAL,
                   "%s: tensor 'qkv' axis D has odd size %lld (RoPE rotates the pairs (d, d^1))",
                   what, (long long)s.D);
-    static const char *const tok_axes[] = {"B", "N", "H", "D"}, *const qkv_axes[] = {"B", "N", "3",
-                                                                                       "H", "D"},
+    static const char *const tok_axes[] = {"B", "N", "H", "D"},
+                             *const qkv_axes[] = {"B", "N", "3", "H", "D"},
                              *const beta_axes[] = {"B", "H", "F", "S"},
                              *const gate_axes[] = {"B", "H", "F"}, *const w_axes[] = {"H*D"},
                              *const tab_axes[] = {"N", "D"};

@@ -33,11 +33,25 @@ const char *ra_bigdn_op_name(ra_bigdn_kind kind);
 /* Input j (0..6) of a kind, in layout order; gradient names are "d" + it. */
 const char *ra_bigdn_in_name(ra_bigdn_kind kind, int j);
 /* Full inputs. */
-enum { RA_BIGDN_QKV, RA_BIGDN_BETA, RA_BIGDN_DECAY, RA_BIGDN_QNW, RA_BIGDN_KNW, RA_BIGDN_COS,
-       RA_BIGDN_SIN };
+enum {
+    RA_BIGDN_QKV,
+    RA_BIGDN_BETA,
+    RA_BIGDN_DECAY,
+    RA_BIGDN_QNW,
+    RA_BIGDN_KNW,
+    RA_BIGDN_COS,
+    RA_BIGDN_SIN
+};
 /* Core inputs (beta and decay keep their slots 5, 6 in the core table). */
-enum { RA_BIGDN_Q, RA_BIGDN_K, RA_BIGDN_QR, RA_BIGDN_KR, RA_BIGDN_V, RA_BIGDN_CBETA,
-       RA_BIGDN_CDECAY };
+enum {
+    RA_BIGDN_Q,
+    RA_BIGDN_K,
+    RA_BIGDN_QR,
+    RA_BIGDN_KR,
+    RA_BIGDN_V,
+    RA_BIGDN_CBETA,
+    RA_BIGDN_CDECAY
+};
 
 typedef struct ra_bigdn_shape {
     int64_t B, F, S, H, D;

@@ -158,8 +158,8 @@ ra_status ra_bigdn_generate(ra_case *c, const ra_case_spec *spec)
     const int kind = ra_bigdn_kind_of(spec->op);
     if (kind < 0)
         RA_ERRORF(RA_EINVAL, "gen bigdn: op '%s' is not bigdn or bigdn.core", spec->op);
-    const char *name = spec->regime[0] && strcmp(spec->regime, "-") != 0 ? spec->regime
-                                                                         : ra_bigdn_regimes[0].name;
+    const char *name =
+        spec->regime[0] && strcmp(spec->regime, "-") != 0 ? spec->regime : ra_bigdn_regimes[0].name;
     const regime *rg = NULL;
     for (size_t i = 0; ra_bigdn_regimes[i].name; i++)
         if (strcmp(ra_bigdn_regimes[i].name, name) == 0)
@@ -233,6 +233,7 @@ ra_status ra_bigdn_generate(ra_case *c, const ra_case_spec *spec)
     }
     ra_case_clear(&scratch);
     if (e == RA_OK)
-        e = ra_gen_add_tensor(c, "dout", dt, 4, tok, seed, (ra_draw){RA_DRAW_NORMAL, rg->x_sd, 0, 0});
+        e = ra_gen_add_tensor(c, "dout", dt, 4, tok, seed,
+                              (ra_draw){RA_DRAW_NORMAL, rg->x_sd, 0, 0});
     return e;
 }

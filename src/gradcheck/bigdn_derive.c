@@ -67,7 +67,8 @@ static const ra_derive_formula core_formulas[] = {
      "total_dM_rev[f+1] = dM_C[f+1] + g[f+1] (I - P[f+1])^T total_dM_rev[f]",
      NULL},
     {"zf", "B-bar z: total_dz_fwd[f] = dz_C[f] + g[f+1] (I - P_z[f+1])^T total_dz_fwd[f+1]", NULL},
-    {"zr", "B-bar z: total_dz_rev[f+1] = dz_C[f+1] + g[f+1] (I - P_z[f+1])^T total_dz_rev[f]", NULL},
+    {"zr", "B-bar z: total_dz_rev[f+1] = dz_C[f+1] + g[f+1] (I - P_z[f+1])^T total_dz_rev[f]",
+     NULL},
     {"A", "combine: dA = total_dM_fwd; dA[1:] += total_dM_rev[:F-1]", NULL},
     {"P",
      "combine: dP = -g total_dM_fwd M_fwd_prev^T; "
@@ -92,8 +93,8 @@ static const ra_derive_formula core_formulas[] = {
 };
 
 static const ra_derive_formula full_formulas[] = {
-    {"Qn",
-     "unrope + ReLU: dQ_normed = (dQ_kv cos + dQ_kv[d^1] sin[d^1] + dQ_z) * (Q_relu > 0)", NULL},
+    {"Qn", "unrope + ReLU: dQ_normed = (dQ_kv cos + dQ_kv[d^1] sin[d^1] + dQ_z) * (Q_relu > 0)",
+     NULL},
     {"Kn",
      "unrope + ReLU: dK_normed = (dK_kv cos + dK_kv[d^1] sin[d^1] + dK_z) * (K_relu > 0) * k_scale",
      NULL},
@@ -117,8 +118,23 @@ static const ra_derive_case full_cases[] = {
 };
 
 /* Per-head storage: MPFR arrays at prec, by name. */
-enum { A_QN, A_KN, A_Q, A_K, A_QR, A_KR, A_V, A_NUM, A_DNUM, A_DQKV, A_DQZ, A_DKKV, A_DKZ, A_DV,
-       A_NTOK };
+enum {
+    A_QN,
+    A_KN,
+    A_Q,
+    A_K,
+    A_QR,
+    A_KR,
+    A_V,
+    A_NUM,
+    A_DNUM,
+    A_DQKV,
+    A_DQZ,
+    A_DKKV,
+    A_DKZ,
+    A_DV,
+    A_NTOK
+};
 enum { B_BETA, B_DEN, B_DDEN, B_DBKV, B_DBZ, B_NN };
 enum { M_P, M_A, M_PZ, M_DMC, M_TF, M_TR, M_DA, M_DP, M_DPZ, M_NF };
 enum { Z_BZ, Z_DZC, Z_TF, Z_TR, Z_DBZ, Z_NF };
@@ -422,27 +438,24 @@ static void backward(st *s, const ra_bigdn_problem *p, mpfr_srcptr g, int64_t b,
         mpfr_set(o->a[full ? RA_BIGDN_DECAY : RA_BIGDN_CDECAY] + ra_bigdn_gate(sh, b, h, f), acc,
                  MPFR_RNDN);
         const int64_t mi = ((b * s->H + h) * F + f) * DD, vi = ((b * s->H + h) * F + f) * D;
-        for (int64_t j = 0; j < DD; j++) {
-            mpfr_srcptr src[] = {MF(s, M_DMC, f) + j, tf + j, MRV(s, 0) /* unused */, dA + j,
-                                 dP + j, dPz + j};
-            const int arr[] = {RA_BIGDN_P_MT, RA_BIGDN_P_MF, -1, RA_BIGDN_P_A, RA_BIGDN_P_P,
-                               RA_BIGDN_P_PZ};
-            for (int q = 0; q < 6; q++)
-                if (arr[q] >= 0 && o->a[arr[q]])
-                    mpfr_set(o->a[arr[q]] + mi + j, src[q], MPFR_RNDN);
-            if (o->a[RA_BIGDN_P_MR])
-                mpfr_set(o->a[RA_BIGDN_P_MR] + mi + j, MF(s, M_TR, f) + j, MPFR_RNDN);
-        }
-        for (int64_t j = 0; j < D; j++) {
-            if (o->a[RA_BIGDN_P_ZT])
-                mpfr_set(o->a[RA_BIGDN_P_ZT] + vi + j, ZF(s, Z_DZC, f) + j, MPFR_RNDN);
-            if (o->a[RA_BIGDN_P_ZF])
-                mpfr_set(o->a[RA_BIGDN_P_ZF] + vi + j, zf + j, MPFR_RNDN);
-            if (o->a[RA_BIGDN_P_ZR])
-                mpfr_set(o->a[RA_BIGDN_P_ZR] + vi + j, ZF(s, Z_TR, f) + j, MPFR_RNDN);
-            if (o->a[RA_BIGDN_P_BZ])
-                mpfr_set(o->a[RA_BIGDN_P_BZ] + vi + j, dBz + j, MPFR_RNDN);
-        }
+        /* the frame's adjoints into the perturbation rows they claim */
+        const struct {
+            int arr;
+            mpfr_srcptr v;
+            int64_t n, at;
+        } put[] = {{RA_BIGDN_P_MT, MF(s, M_DMC, f), DD, mi},
+                   {RA_BIGDN_P_MF, tf, DD, mi},
+                   {RA_BIGDN_P_MR, MF(s, M_TR, f), DD, mi},
+                   {RA_BIGDN_P_A, dA, DD, mi},
+                   {RA_BIGDN_P_P, dP, DD, mi},
+                   {RA_BIGDN_P_PZ, dPz, DD, mi},
+                   {RA_BIGDN_P_ZT, ZF(s, Z_DZC, f), D, vi},
+                   {RA_BIGDN_P_ZF, zf, D, vi},
+                   {RA_BIGDN_P_ZR, ZF(s, Z_TR, f), D, vi},
+                   {RA_BIGDN_P_BZ, dBz, D, vi}};
+        for (size_t q = 0; q < sizeof put / sizeof put[0]; q++)
+            for (int64_t j = 0; j < put[q].n; j++)
+                mpfr_set(o->a[put[q].arr] + put[q].at + j, put[q].v + j, MPFR_RNDN);
     }
     /* A-bar KV and Z, per token */
     for (int64_t n = 0; n < s->N; n++) {
@@ -454,8 +467,8 @@ static void backward(st *s, const ra_bigdn_problem *p, mpfr_srcptr g, int64_t b,
         mpfr_set_zero(dbkv, 1);
         mpfr_set_zero(dbz, 1);
         for (int64_t a = 0; a < D; a++) {
-            /* K_dP[a] = sum_i K_i dP[i][a]; K_dPT[a] = sum_i K_i dP[a][i]; V_dAT[a] = sum_i V_i dA[a][i];
-               K_dA[a] = sum_i K_i dA[i][a] */
+            /* K_dP[a] = sum_i K_i dP[i][a]; K_dPT[a] = sum_i K_i dP[a][i]; V_dAT[a] = sum_i V_i
+               dA[a][i]; K_dA[a] = sum_i K_i dA[i][a] */
             mpfr_ptr kdp = T, kdpt = T + 1, vdat = T + 2, kda = T + 3, kdpz = T + 4, kdpzt = T + 5;
             mpfr_set_zero(kdp, 1), mpfr_set_zero(kdpt, 1), mpfr_set_zero(vdat, 1);
             mpfr_set_zero(kda, 1), mpfr_set_zero(kdpz, 1), mpfr_set_zero(kdpzt, 1);
@@ -472,17 +485,16 @@ static void backward(st *s, const ra_bigdn_problem *p, mpfr_srcptr g, int64_t b,
             mpfr_mul(x, be, x, MPFR_RNDN);
             mpfr_fma(TOK(s, A_DKKV, n) + a, be, vdat, x, MPFR_RNDN);
             mpfr_mul(TOK(s, A_DV, n) + a, be, kda, MPFR_RNDN); /* dV = beta K_dA */
-            mpfr_fma(dbkv, kdp, K + a, dbkv, MPFR_RNDN);        /* rowsum(K_dP * K) */
-            mpfr_fma(dbkv, kda, V + a, dbkv, MPFR_RNDN);        /* rowsum(K_dA * V) */
+            mpfr_fma(dbkv, kdp, K + a, dbkv, MPFR_RNDN);       /* rowsum(K_dP * K) */
+            mpfr_fma(dbkv, kda, V + a, dbkv, MPFR_RNDN);       /* rowsum(K_dA * V) */
             /* dK_z = beta (K_dPz + K_dPzT) + beta dB_z */
             mpfr_add(x, kdpz, kdpzt, MPFR_RNDN);
             mpfr_mul(x, be, x, MPFR_RNDN);
             mpfr_fma(TOK(s, A_DKZ, n) + a, be, dBz + a, x, MPFR_RNDN);
-            mpfr_fma(dbz, kdpz, Kz + a, dbz, MPFR_RNDN); /* rowsum(K_dPz * K) */
+            mpfr_fma(dbz, kdpz, Kz + a, dbz, MPFR_RNDN);    /* rowsum(K_dPz * K) */
             mpfr_fma(dbz, Kz + a, dBz + a, dbz, MPFR_RNDN); /* rowsum(K * dB_z) */
         }
-        mpfr_add(o->a[full ? RA_BIGDN_BETA : RA_BIGDN_CBETA] +
-                     ra_bigdn_beta(sh, b, h, f, n % S),
+        mpfr_add(o->a[full ? RA_BIGDN_BETA : RA_BIGDN_CBETA] + ra_bigdn_beta(sh, b, h, f, n % S),
                  dbkv, dbz, MPFR_RNDN);
         for (int64_t d = 0; d < D; d++) {
             const int64_t oi = ra_bigdn_tok(sh, b, n, h, d);
@@ -527,7 +539,8 @@ static void rmsnorm_bwd(st *s, const ra_bigdn_problem *p, mpfr_srcptr inv, const
         for (int64_t n = 0; n < s->N; n++)
             for (int j = 0; j < 2; j++) {
                 mpfr_srcptr irms = inv + 2 * (b * s->N + n) + j;
-                mpfr_srcptr dy = o->a[j ? RA_BIGDN_P_KN : RA_BIGDN_P_QN] + ra_bigdn_tok(sh, b, n, 0, 0);
+                mpfr_srcptr dy =
+                    o->a[j ? RA_BIGDN_P_KN : RA_BIGDN_P_QN] + ra_bigdn_tok(sh, b, n, 0, 0);
                 mpfr_ptr dnw = o->a[j ? RA_BIGDN_KNW : RA_BIGDN_QNW];
                 mpfr_set_zero(acc, 1); /* corr = sum(w dy x) */
                 for (int64_t c = 0; c < C; c++) {
@@ -601,10 +614,9 @@ static ra_status eval(ra_mparr *grads, const ra_gc_layout *io, const ra_case *c,
         for (int64_t b = 0; b < s.B; b++)
             for (int64_t h = 0; h < s.H; h++) {
                 for (int64_t f = 0; f < s.F; f++)
-                    ra_tensor_get_mpfr(g.x + f,
-                                       p.in[p.kind == RA_BIGDN_FULL ? RA_BIGDN_DECAY
-                                                                    : RA_BIGDN_CDECAY],
-                                       ra_bigdn_gate(&p.s, b, h, f));
+                    ra_tensor_get_mpfr(
+                        g.x + f, p.in[p.kind == RA_BIGDN_FULL ? RA_BIGDN_DECAY : RA_BIGDN_CDECAY],
+                        ra_bigdn_gate(&p.s, b, h, f));
                 features(&s, &p, b, h, inv.x);
                 forward(&s, &p, g.x);
                 backward(&s, &p, g.x, b, h, &o);
@@ -623,9 +635,10 @@ static ra_status eval(ra_mparr *grads, const ra_gc_layout *io, const ra_case *c,
 }
 
 #define SOURCE                                                                                     \
-    "seed 003 (seeds/003_a4b1d992d153796a.txt, Sana chunkwise BiGDN backward): output_divide_bwd, " \
-    "phase_c_bwd, _phase_b_bidi_bwd_pytorch, combine_bidi_dA_dP_dg, phase_a_kv_bwd, "               \
-    "phase_a_z_bwd, the Z chain and RMSNorm of FusedBiGDNChunkwiseFunction.backward, "              \
+    "seed 003 (seeds/003_a4b1d992d153796a.txt, Sana chunkwise BiGDN backward): "                   \
+    "output_divide_bwd, "                                                                          \
+    "phase_c_bwd, _phase_b_bidi_bwd_pytorch, combine_bidi_dA_dP_dg, phase_a_kv_bwd, "              \
+    "phase_a_z_bwd, the Z chain and RMSNorm of FusedBiGDNChunkwiseFunction.backward, "             \
     "fused_rope_unrope_bwd"
 
 static const ra_derive_set core_set = {

@@ -1,4 +1,5 @@
-/* The bidirectional frame GDN family's gradient-check hooks: its MPFR reference seen by the FD engine. */
+/* The bidirectional frame GDN family's gradient-check hooks: its MPFR reference seen by the FD
+ * engine. */
 #include "gradcheck/bigdn_gc.h"
 
 #include <math.h>
@@ -96,8 +97,9 @@ static ra_status preacts(bigdn_gc *g)
                 const double inv = 1 / sqrt(ss / (double)C + in->norm_eps);
                 g->inv[2 * (b * N + n) + j] = inv;
                 for (int64_t c = 0; c < C; c++)
-                    g->y[j][ra_bigdn_tok(s, b, n, 0, c)] = x[ra_bigdn_qkv(s, b, n, j, 0, c)] * inv *
-                                                          in->x[j ? RA_BIGDN_KNW : RA_BIGDN_QNW][c];
+                    g->y[j][ra_bigdn_tok(s, b, n, 0, c)] =
+                        x[ra_bigdn_qkv(s, b, n, j, 0, c)] * inv *
+                        in->x[j ? RA_BIGDN_KNW : RA_BIGDN_QNW][c];
             }
     return RA_OK;
 }

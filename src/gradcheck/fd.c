@@ -24,6 +24,13 @@
  * the digits that matter.  Directions and cotangents come from the suite's
  * seeded streams (src/core/rng.h), named "gradcheck.u.<input>" and
  * "gradcheck.w.<output>", so a run is reproducible from its seed.
+ *
+ * A forward with kinks (ReLU) has no derivative where a pre-activation is
+ * 0, and a central quotient whose stencil straddles one measures half of
+ * each side.  An op that says which input elements sit within a few steps
+ * of a kink (ra_gc_op.near_kink) has them left out of the element-wise
+ * comparison and out of the random directions, and every row counts what
+ * it left out (`excluded`): never silently dropped.
  */
 
 void ra_gc_opts_init(ra_gc_opts *o)
@@ -77,7 +84,8 @@ typedef struct fd_ctx {
     mpfr_t step[4];                /* +h, -h, +h/2, -h/2 */
     ra_mparr an[RA_GC_MAX_INPUTS]; /* analytic gradient per input */
     double *w[RA_GC_MAX_OUTPUTS];  /* dot mode: the drawn cotangents */
-    unsigned char *skip[RA_GC_MAX_INPUTS]; /* near a kink (op->near_kink), or NULL */
+    /* per input: elements near a kink (op->near_kink), or NULL; their count */
+    unsigned char *skip[RA_GC_MAX_INPUTS];
     int64_t nskip[RA_GC_MAX_INPUTS];
 } fd_ctx;
 

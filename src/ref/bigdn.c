@@ -35,7 +35,7 @@
  */
 
 static const char *const pert_names[] = {"Qn", "Kn", "P",  "A",  "Pz",  "Bz",  "Mf", "Mr",
-                                         "zf", "zr", "Mt", "zt", "num", "den", "M0",  "dout"};
+                                         "zf", "zr", "Mt", "zt", "num", "den", "M0", "dout"};
 
 const char *ra_bigdn_arr_name(ra_bigdn_kind kind, int a)
 {
@@ -171,11 +171,11 @@ enum { V_0, V_1, V_2, V_3, V_4, V_5, V_NUM, V_DNUM, V_N };
 
 struct ra_bigdn_ws {
     mpfr_prec_t prec;
-    ra_mparr inv;  /* 2N: q_inv, k_inv (bigdn) */
-    ra_mparr fr;   /* FR_N S D, then beta[S] */
-    ra_mparr st;   /* ST_NM F DD (the backward ones only with bwd), SV_NV F D */
-    ra_mparr tm;   /* T_N DD, V_N D, 8 scalars */
-    int64_t nmat;  /* matrices allocated in st */
+    ra_mparr inv; /* 2N: q_inv, k_inv (bigdn) */
+    ra_mparr fr;  /* FR_N S D, then beta[S] */
+    ra_mparr st;  /* ST_NM F DD (the backward ones only with bwd), SV_NV F D */
+    ra_mparr tm;  /* T_N DD, V_N D, 8 scalars */
+    int64_t nmat; /* matrices allocated in st */
 };
 
 ra_status ra_bigdn_ws_new(ra_bigdn_ws **out, const ra_bigdn_in *in, mpfr_prec_t prec, int bwd)
@@ -191,9 +191,8 @@ ra_status ra_bigdn_ws_new(ra_bigdn_ws **out, const ra_bigdn_in *in, mpfr_prec_t 
     if (st == RA_OK)
         st = ra_mparr_init(&w->fr, FR_N * SD + (size_t)s->S, prec);
     if (st == RA_OK)
-        st = ra_mparr_init(&w->st,
-                           (size_t)w->nmat * (size_t)s->F * DD + SV_NV * (size_t)(s->F * s->D),
-                           prec);
+        st = ra_mparr_init(
+            &w->st, (size_t)w->nmat * (size_t)s->F * DD + SV_NV * (size_t)(s->F * s->D), prec);
     if (st == RA_OK)
         st = ra_mparr_init(&w->tm, T_N * DD + V_N * (size_t)s->D + 8, prec);
     if (st != RA_OK) {
@@ -314,8 +313,14 @@ static void load_frame(head *k, int64_t f)
     }
 }
 
-static int64_t mat_idx(const head *k, int64_t f) { return ((k->b * k->s->H + k->h) * k->F + f) * k->DD; }
-static int64_t vec_idx(const head *k, int64_t f) { return ((k->b * k->s->H + k->h) * k->F + f) * k->D; }
+static int64_t mat_idx(const head *k, int64_t f)
+{
+    return ((k->b * k->s->H + k->h) * k->F + f) * k->DD;
+}
+static int64_t vec_idx(const head *k, int64_t f)
+{
+    return ((k->b * k->s->H + k->h) * k->F + f) * k->D;
+}
 
 /* out = sum_t X[t,i] Y[t,j] over the frame (D x D), + perturbation a. */
 static void gram(head *k, mpfr_ptr out, mpfr_srcptr X, mpfr_srcptr Y, int a, int64_t f)
@@ -412,8 +417,8 @@ static void forward_streams(head *k)
         pert_add(vec(k, SV_ZR, F - 1) + j, k->in, RA_BIGDN_P_ZR, vec_idx(k, F - 1) + j, k->x);
     for (int64_t f = F - 2; f >= 0; f--) {
         gate(k, f + 1);
-        step(k, mat(k, ST_MR, f), mat(k, ST_P, f + 1), mat(k, ST_MR, f + 1), mat(k, ST_A, f + 1),
-             D, f, RA_BIGDN_P_MR, mat_idx(k, f));
+        step(k, mat(k, ST_MR, f), mat(k, ST_P, f + 1), mat(k, ST_MR, f + 1), mat(k, ST_A, f + 1), D,
+             f, RA_BIGDN_P_MR, mat_idx(k, f));
         step(k, vec(k, SV_ZR, f), mat(k, ST_PZ, f + 1), vec(k, SV_ZR, f + 1), vec(k, SV_BZ, f + 1),
              1, f, RA_BIGDN_P_ZR, vec_idx(k, f));
     }
@@ -570,8 +575,7 @@ static void backward_streams(head *k, const ra_bigdn_out *o)
         mpfr_srcptr Mr = mat(k, ST_MR, f), zr = vec(k, SV_ZR, f);
         mpfr_ptr dg = NULL;
         if (o)
-            dg = o->g[full ? RA_BIGDN_DECAY : RA_BIGDN_CDECAY].x +
-                 ra_bigdn_gate(s, k->b, k->h, f);
+            dg = o->g[full ? RA_BIGDN_DECAY : RA_BIGDN_CDECAY].x + ra_bigdn_gate(s, k->b, k->h, f);
         mpfr_set_zero(k->acc, 1); /* dg */
         for (int64_t i = 0; i < D; i++)
             for (int64_t j = 0; j < D; j++) {
@@ -620,8 +624,8 @@ static void backward_streams(head *k, const ra_bigdn_out *o)
         load_frame(k, f);
         for (int64_t t = 0; t < k->S; t++) {
             const int64_t n = f * k->S + t;
-            mpfr_srcptr K = k->fr[FR_K] + t * D, Kr = k->fr[FR_KR] + t * D,
-                        V = k->fr[FR_V] + t * D, bt = k->beta + t;
+            mpfr_srcptr K = k->fr[FR_K] + t * D, Kr = k->fr[FR_KR] + t * D, V = k->fr[FR_V] + t * D,
+                        bt = k->beta + t;
             mpfr_set_zero(k->acc, 1); /* dbeta */
             for (int64_t a = 0; a < D; a++) {
                 /* u = (dP + dP^T) Kr + dA V;  dKr = beta u;  dbeta += Kr . (dP Kr + dA V) */

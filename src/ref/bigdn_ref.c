@@ -48,7 +48,10 @@ static void layout(ra_ref_outs *l, ra_bigdn_kind kind, const ra_bigdn_shape *s, 
             set_out(&l->t[l->n++], name, nd[j], sh[j]);
         } else {
             const int64_t *sh = j == RA_BIGDN_CBETA ? bsh : j == RA_BIGDN_CDECAY ? gsh : tok;
-            set_out(&l->t[l->n++], name, j == RA_BIGDN_CBETA ? 4 : j == RA_BIGDN_CDECAY ? 3 : 4,
+            set_out(&l->t[l->n++], name,
+                    j == RA_BIGDN_CBETA    ? 4
+                    : j == RA_BIGDN_CDECAY ? 3
+                                           : 4,
                     sh);
         }
     }
