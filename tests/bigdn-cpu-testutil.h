@@ -25,6 +25,7 @@
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 
+#include "core/tensor.h"
 #include "cpu/bigdn_f32.h"
 
 /* A case: every input in float (what the kernel reads) and in double
@@ -45,6 +46,7 @@ typedef struct bd_recipe {
     double sd, qmin;
     double beta_lo, beta_hi, decay_lo, decay_hi, wsd;
     unsigned long seed;
+    int qkv_bf16; /* store qkv rounded to bf16 (the seed's bf16 activations) */
 } bd_recipe;
 
 static inline int64_t bd_sizes(bd_case *c, int i)
@@ -89,7 +91,7 @@ static inline void bd_case_make(bd_case *c, ra_bigdn_dims d, const bd_recipe *r)
             v = (gsl_rng_uniform(g) < 0.5 ? -1 : 1) * (r->qmin + (1 - r->qmin) * gsl_rng_uniform(g));
         else
             v = r->sd * gsl_ran_gaussian(g, 1);
-        c->f[BD_QKV][i] = (float)v;
+        c->f[BD_QKV][i] = r->qkv_bf16 ? ra_round_bf16_f((float)v) : (float)v;
     }
     for (int64_t i = 0; i < c->n_beta; i++)
         c->f[BD_BETA][i] = (float)(r->beta_lo + (r->beta_hi - r->beta_lo) * gsl_rng_uniform(g));

@@ -41,9 +41,9 @@ static ra_bigdn_dims dims(int64_t B, int64_t F, int64_t S, int64_t H, int64_t D)
 }
 
 /* Inputs away from the ReLU kink: q, k raw = +-U[0.2, 1], v ~ N(0,1). */
-static const bd_recipe KINKFREE = {1.0, 0.2, 0.0, 1.0, 0.5, 1.0, 0.1, 11};
+static const bd_recipe KINKFREE = {1.0, 0.2, 0.0, 1.0, 0.5, 1.0, 0.1, 11, 0};
 /* Gaussian qkv with ReLU zeros, beta U[0,1], decay U[0.5,1]. */
-static const bd_recipe GAUSS = {1.0, 0.0, 0.0, 1.0, 0.5, 1.0, 0.1, 7};
+static const bd_recipe GAUSS = {1.0, 0.0, 0.0, 1.0, 0.5, 1.0, 0.1, 7, 0};
 
 static void setup(void) { tu_capture(); }
 
