@@ -88,7 +88,8 @@ static inline void bd_case_make(bd_case *c, ra_bigdn_dims d, const bd_recipe *r)
         const int slot = (int)((i / C) % 3);
         double v;
         if (r->qmin > 0 && slot < 2)
-            v = (gsl_rng_uniform(g) < 0.5 ? -1 : 1) * (r->qmin + (1 - r->qmin) * gsl_rng_uniform(g));
+            v = (gsl_rng_uniform(g) < 0.5 ? -1 : 1) *
+                (r->qmin + (1 - r->qmin) * gsl_rng_uniform(g));
         else
             v = r->sd * gsl_ran_gaussian(g, 1);
         c->f[BD_QKV][i] = r->qkv_bf16 ? ra_round_bf16_f((float)v) : (float)v;
@@ -96,8 +97,7 @@ static inline void bd_case_make(bd_case *c, ra_bigdn_dims d, const bd_recipe *r)
     for (int64_t i = 0; i < c->n_beta; i++)
         c->f[BD_BETA][i] = (float)(r->beta_lo + (r->beta_hi - r->beta_lo) * gsl_rng_uniform(g));
     for (int64_t i = 0; i < c->n_decay; i++)
-        c->f[BD_DECAY][i] =
-            (float)(r->decay_lo + (r->decay_hi - r->decay_lo) * gsl_rng_uniform(g));
+        c->f[BD_DECAY][i] = (float)(r->decay_lo + (r->decay_hi - r->decay_lo) * gsl_rng_uniform(g));
     for (int64_t i = 0; i < C; i++) {
         c->f[BD_QW][i] = (float)(1 + r->wsd * gsl_ran_gaussian(g, 1));
         c->f[BD_KW][i] = (float)(1 + r->wsd * gsl_ran_gaussian(g, 1));
@@ -124,8 +124,8 @@ static inline void bd_case_make(bd_case *c, ra_bigdn_dims d, const bd_recipe *r)
 
 /* The prologue in double: Q, K, Qr, Kr, V [B,N,H,D] from a case's qkv. */
 static inline void bd_ref_prologue(const ra_bigdn_dims *d, const double *qkv, const double *qw,
-                                   const double *kw, const double *cs, const double *sn,
-                                   double *Q, double *K, double *Qr, double *Kr, double *V)
+                                   const double *kw, const double *cs, const double *sn, double *Q,
+                                   double *K, double *Qr, double *Kr, double *V)
 {
     const int64_t N = d->F * d->S, C = d->H * d->D, D = d->D;
     for (int64_t b = 0; b < d->B; b++)

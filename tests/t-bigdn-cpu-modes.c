@@ -1,4 +1,4 @@
-/* Measurement of the bigdn CPU modes P0/P1/P2 at the mid shape, against double precision. */
+/* Measurement of the bigdn CPU modes P0/P1/P2 at the mid shape, against double precision. */
 #include <config.h>
 
 #include <check.h>
@@ -57,18 +57,18 @@ static void measure(const char *regime, const bd_recipe *r)
     float *const *f = c.f;
     for (int p = 0; p < 3; p++) {
         ck_assert((o[p] = malloc((size_t)c.n_out * sizeof(float))));
-        ck_assert_int_eq(ra_cpu_bigdn_forward(&c.d, (ra_bigdn_prec)p, f[0], f[1], f[2], f[3],
-                                              f[4], f[5], f[6], o[p]),
+        ck_assert_int_eq(ra_cpu_bigdn_forward(&c.d, (ra_bigdn_prec)p, f[0], f[1], f[2], f[3], f[4],
+                                              f[5], f[6], o[p]),
                          RA_OK);
         for (int i = 0; i < 5; i++)
             ck_assert((g[p][i] = malloc((size_t)bd_sizes(&c, i) * sizeof(float))));
-        ck_assert_int_eq(ra_cpu_bigdn_backward(&c.d, (ra_bigdn_prec)p, f[0], f[1], f[2], f[3],
-                                               f[4], f[5], f[6], f[7], g[p][0], g[p][1], g[p][2],
-                                               g[p][3], g[p][4]),
+        ck_assert_int_eq(ra_cpu_bigdn_backward(&c.d, (ra_bigdn_prec)p, f[0], f[1], f[2], f[3], f[4],
+                                               f[5], f[6], f[7], g[p][0], g[p][1], g[p][2], g[p][3],
+                                               g[p][4]),
                          RA_OK);
     }
-    printf("%-7s %-10s %-5s %10s %10s %12s  %s\n", "regime", "tensor", "mode", "rel_rms",
-           "max_rel", "1-cos", "against");
+    printf("%-7s %-10s %-5s %10s %10s %12s  %s\n", "regime", "tensor", "mode", "rel_rms", "max_rel",
+           "1-cos", "against");
     for (int t = 0; t < 6; t++) {
         const double *ref = t == 0 ? z : g64[t - 1];
         const int64_t n = t == 0 ? c.n_out : bd_sizes(&c, t - 1);

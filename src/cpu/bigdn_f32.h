@@ -45,7 +45,7 @@
  *
  * Refused with RA_EINVAL and a message naming the tensor and index: a
  * dimension below 1, D odd (full operation: RoPE pairs), a NULL array,
- * non-finite k_scale, norm_eps <= 0 or eps < 0, any non-finite input
+ * non-finite k_scale, norm_eps or eps negative or not finite, any non-finite input
  * element; sizes that overflow give RA_EOVERFLOW, allocation failure
  * RA_ENOMEM.  The _f64 entry points are the same phases in double (P0
  * only): tests use them as a reference of the phase algebra free of fp32
@@ -66,15 +66,15 @@ typedef struct ra_bigdn_dims {
 /* bigdn: out [B,N,H,D] from qkv and the rest. */
 ra_status ra_cpu_bigdn_forward(const ra_bigdn_dims *d, ra_bigdn_prec p, const float *qkv,
                                const float *beta, const float *decay, const float *q_norm_w,
-                               const float *k_norm_w, const float *rope_cos,
-                               const float *rope_sin, float *out);
+                               const float *k_norm_w, const float *rope_cos, const float *rope_sin,
+                               float *out);
 
 /* bigdn backward: the VJP of out against dout. */
 ra_status ra_cpu_bigdn_backward(const ra_bigdn_dims *d, ra_bigdn_prec p, const float *qkv,
                                 const float *beta, const float *decay, const float *q_norm_w,
-                                const float *k_norm_w, const float *rope_cos,
-                                const float *rope_sin, const float *dout, float *dqkv,
-                                float *dbeta, float *ddecay, float *dq_norm_w, float *dk_norm_w);
+                                const float *k_norm_w, const float *rope_cos, const float *rope_sin,
+                                const float *dout, float *dqkv, float *dbeta, float *ddecay,
+                                float *dq_norm_w, float *dk_norm_w);
 
 /* bigdn.core: out [B,N,H,D] from Q, K, Qr, Kr, V [B,N,H,D], beta, decay
    (k_scale and norm_eps are not read; D may be odd). */
@@ -92,24 +92,23 @@ ra_status ra_cpu_bigdn_core_backward(const ra_bigdn_dims *d, ra_bigdn_prec p, co
 /* The same in double, P0 only (others: RA_EINVAL); d's float parameters
    are read as given. */
 ra_status ra_cpu_bigdn_forward_f64(const ra_bigdn_dims *d, ra_bigdn_prec p, const double *qkv,
-                                   const double *beta, const double *decay,
-                                   const double *q_norm_w, const double *k_norm_w,
-                                   const double *rope_cos, const double *rope_sin, double *out);
+                                   const double *beta, const double *decay, const double *q_norm_w,
+                                   const double *k_norm_w, const double *rope_cos,
+                                   const double *rope_sin, double *out);
 ra_status ra_cpu_bigdn_backward_f64(const ra_bigdn_dims *d, ra_bigdn_prec p, const double *qkv,
-                                    const double *beta, const double *decay,
-                                    const double *q_norm_w, const double *k_norm_w,
-                                    const double *rope_cos, const double *rope_sin,
-                                    const double *dout, double *dqkv, double *dbeta,
-                                    double *ddecay, double *dq_norm_w, double *dk_norm_w);
+                                    const double *beta, const double *decay, const double *q_norm_w,
+                                    const double *k_norm_w, const double *rope_cos,
+                                    const double *rope_sin, const double *dout, double *dqkv,
+                                    double *dbeta, double *ddecay, double *dq_norm_w,
+                                    double *dk_norm_w);
 ra_status ra_cpu_bigdn_core_forward_f64(const ra_bigdn_dims *d, ra_bigdn_prec p, const double *Q,
                                         const double *K, const double *Qr, const double *Kr,
-                                        const double *V, const double *beta,
-                                        const double *decay, double *out);
-ra_status ra_cpu_bigdn_core_backward_f64(const ra_bigdn_dims *d, ra_bigdn_prec p,
-                                         const double *Q, const double *K, const double *Qr,
-                                         const double *Kr, const double *V, const double *beta,
-                                         const double *decay, const double *dout, double *dQ,
-                                         double *dK, double *dQr, double *dKr, double *dV,
-                                         double *dbeta, double *ddecay);
+                                        const double *V, const double *beta, const double *decay,
+                                        double *out);
+ra_status ra_cpu_bigdn_core_backward_f64(const ra_bigdn_dims *d, ra_bigdn_prec p, const double *Q,
+                                         const double *K, const double *Qr, const double *Kr,
+                                         const double *V, const double *beta, const double *decay,
+                                         const double *dout, double *dQ, double *dK, double *dQr,
+                                         double *dKr, double *dV, double *dbeta, double *ddecay);
 
 #endif

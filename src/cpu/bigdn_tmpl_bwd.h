@@ -1,4 +1,4 @@
-/* Template: bigdn CPU backward (division VJP, phases C-bar, B-bar, A-bar; unrope, ReLU, RMSNorm VJPs). */
+/* Template: bigdn CPU backward (division VJP, C-bar, B-bar, A-bar, unrope, ReLU, RMSNorm VJPs). */
 
 /*
  * Included after bigdn_tmpl_fwd.h (same macros).  The backward of a head
@@ -32,7 +32,7 @@
  */
 
 /* The division VJP of the head; dnum holds dout on entry. */
-static void RN(div_vjp)(RN(bdws) *w, R eps)
+static void RN(div_vjp)(RN(bdws) * w, R eps)
 {
     const int64_t D = w->D;
     for (int64_t n = 0; n < w->N; n++) {
@@ -46,7 +46,7 @@ static void RN(div_vjp)(RN(bdws) *w, R eps)
 }
 
 /* C-bar: dQr, dM_C (into Lr), dQ (from den), dz_C (into lzr). */
-static void RN(phase_c_bar)(RN(bdws) *w)
+static void RN(phase_c_bar)(RN(bdws) * w)
 {
     const int64_t S = w->S, D = w->D, DD = D * D;
     for (int64_t f = 0; f < w->F; f++) {
@@ -68,7 +68,7 @@ static void RN(phase_c_bar)(RN(bdws) *w)
 
 /* B-bar for one state size (n = D for M, 1 for z): L from the injections
    held in Lr, then Lr in place. */
-static void RN(phase_b_bar)(RN(bdws) *w, R *L, R *Lr, const R *E, R *tmp, int64_t n)
+static void RN(phase_b_bar)(RN(bdws) * w, R *L, R *Lr, const R *E, R *tmp, int64_t n)
 {
     const int64_t F = w->F, D = w->D, DD = D * D, sz = D * n;
     memcpy(L + (F - 1) * sz, Lr + (F - 1) * sz, (size_t)sz * sizeof(R));
@@ -86,7 +86,7 @@ static void RN(phase_b_bar)(RN(bdws) *w, R *L, R *Lr, const R *E, R *tmp, int64_
 #define FROB(a, b, n) RN(dot)((a), (b), (n))
 
 /* Combine and A-bar KV of frame f: dbeta (set), dKr, dV, and dg (set). */
-static void RN(frame_kv)(RN(bdws) *w, int64_t f)
+static void RN(frame_kv)(RN(bdws) * w, int64_t f)
 {
     const int64_t S = w->S, D = w->D, DD = D * D;
     const R g = w->g[f];
@@ -130,7 +130,7 @@ static void RN(frame_kv)(RN(bdws) *w, int64_t f)
 }
 
 /* Combine and A-bar Z of frame f: dbeta (adds), dK (set), dg (adds). */
-static void RN(frame_z)(RN(bdws) *w, int64_t f)
+static void RN(frame_z)(RN(bdws) * w, int64_t f)
 {
     const int64_t S = w->S, D = w->D, DD = D * D;
     const R g = w->g[f];
@@ -167,7 +167,7 @@ static void RN(frame_z)(RN(bdws) *w, int64_t f)
 }
 
 /* The whole backward of a gathered head (dout already in dnum). */
-static void RN(head_bwd)(RN(bdws) *w, R eps)
+static void RN(head_bwd)(RN(bdws) * w, R eps)
 {
     RN(head_fwd)(w);
     RN(div_vjp)(w, eps);
@@ -180,7 +180,7 @@ static void RN(head_bwd)(RN(bdws) *w, R eps)
     }
 }
 
-static void RN(bwd_core)(RN(bdws) *w, int64_t b, int64_t h, const RN(bdctx) *x)
+static void RN(bwd_core)(RN(bdws) * w, int64_t b, int64_t h, const RN(bdctx) * x)
 {
     const ra_bigdn_dims *d = x->d;
     RN(load_core)(w, b, h, x);
@@ -198,7 +198,7 @@ static void RN(bwd_core)(RN(bdws) *w, int64_t b, int64_t h, const RN(bdctx) *x)
 /* Full operation: the head's backward, then unrope, the ReLU mask and
    k_scale into the q and k slots of dqkv (gradients of the normalised
    values), dV into the v slot. */
-static void RN(bwd_full)(RN(bdws) *w, int64_t b, int64_t h, const RN(bdctx) *x)
+static void RN(bwd_full)(RN(bdws) * w, int64_t b, int64_t h, const RN(bdctx) * x)
 {
     const ra_bigdn_dims *d = x->d;
     const int64_t N = w->N, D = w->D, C = d->H * D;

@@ -22,8 +22,8 @@
 /* Per-thread working arrays of one head (one allocation, carved). */
 typedef struct RN(bdws) {
     int64_t F, S, D, N;
-    int mode;       /* ra_cpu_round of every product's operands */
-    int store_bf16; /* P2: bridges and A stored in bf16 */
+    int mode;               /* ra_cpu_round of every product's operands */
+    int store_bf16;         /* P2: bridges and A stored in bf16 */
     R *Q, *K, *Qr, *Kr, *V; /* [N, D] */
     R *beta, *g;            /* [N], [F] */
     R *E, *Ez, *A, *M, *Mr; /* [F, D, D]: I - P, I - Pz, A, M_f, M'_f */
@@ -33,16 +33,16 @@ typedef struct RN(bdws) {
     R *m1, *m2, *m3;        /* [D, D] scratch */
     R *v1, *v2;             /* [D] scratch */
     /* backward only (NULL in a forward workspace) */
-    R *dnum, *dden;                /* [N, D], [N] */
-    R *dQ, *dK, *dQr, *dKr, *dV;   /* [N, D] */
-    R *dbeta, *dg;                 /* [N], [F] */
-    R *Lf, *Lr;                    /* [F, D, D] adjoints of M, M' */
-    R *lzf, *lzr;                  /* [F, D] adjoints of z, z' */
+    R *dnum, *dden;              /* [N, D], [N] */
+    R *dQ, *dK, *dQr, *dKr, *dV; /* [N, D] */
+    R *dbeta, *dg;               /* [N], [F] */
+    R *Lf, *Lr;                  /* [F, D, D] adjoints of M, M' */
+    R *lzf, *lzr;                /* [F, D] adjoints of z, z' */
     RN(mmws) mw;
     R *block;
 } RN(bdws);
 
-static void RN(ws_free)(RN(bdws) *w)
+static void RN(ws_free)(RN(bdws) * w)
 {
     free(w->block);
     w->block = NULL;
@@ -51,17 +51,18 @@ static void RN(ws_free)(RN(bdws) *w)
 /* Allocates the arrays for one head (bwd: also the backward's); runs in
    a parallel region, so it reports nothing.  Sizes were checked against
    overflow by check_dims. */
-static ra_status RN(ws_init)(RN(bdws) *w, const ra_bigdn_dims *d, ra_bigdn_prec p, int bwd)
+static ra_status RN(ws_init)(RN(bdws) * w, const ra_bigdn_dims *d, ra_bigdn_prec p, int bwd)
 {
     memset(w, 0, sizeof *w);
     const int64_t F = d->F, S = d->S, D = d->D, N = F * S, DD = D * D;
     const int64_t SD = S * D, mmb = (S > D ? S : D) * D;
     w->F = F, w->S = S, w->D = D, w->N = N;
-    w->mode = p == RA_BIGDN_P1 ? RA_CPU_ROUND_TF32 : p == RA_BIGDN_P2 ? RA_CPU_ROUND_BF16
-                                                                      : RA_CPU_ROUND_IEEE;
+    w->mode = p == RA_BIGDN_P1   ? RA_CPU_ROUND_TF32
+              : p == RA_BIGDN_P2 ? RA_CPU_ROUND_BF16
+                                 : RA_CPU_ROUND_IEEE;
     w->store_bf16 = p == RA_BIGDN_P2;
-    int64_t total = 6 * N * D + N + F + 5 * F * DD + 3 * F * D + N + 3 * SD + 3 * DD + 2 * D +
-                    2 * mmb;
+    int64_t total =
+        6 * N * D + N + F + 5 * F * DD + 3 * F * D + N + 3 * SD + 3 * DD + 2 * D + 2 * mmb;
     if (bwd)
         total += 6 * N * D + 2 * N + F + 2 * F * DD + 2 * F * D;
     R *b = malloc((size_t)total * sizeof(R));
@@ -88,14 +89,13 @@ static ra_status RN(ws_init)(RN(bdws) *w, const ra_bigdn_dims *d, ra_bigdn_prec 
 
 /* c = a M, a product of the workspace's mode (shorthands for the strides
    used below: x [rows, D] row-major; T marks a transposed operand). */
-#define MM(c, ldc, m, n, kc, a, ars, acs, b_, brs, bcs, acc)                                     \
-    RN(mm)((c), (ldc), (m), (n), (kc), (a), (ars), (acs), (b_), (brs), (bcs), w->mode, (acc),    \
-           &w->mw)
+#define MM(c, ldc, m, n, kc, a, ars, acs, b_, brs, bcs, acc)                                       \
+    RN(mm)                                                                                         \
+    ((c), (ldc), (m), (n), (kc), (a), (ars), (acs), (b_), (brs), (bcs), w->mode, (acc), &w->mw)
 
 /* --- argument checks --------------------------------------------------------------------- */
 
-static ra_status RN(check_dims)(const char *op, const ra_bigdn_dims *d, ra_bigdn_prec p,
-                                int full)
+static ra_status RN(check_dims)(const char *op, const ra_bigdn_dims *d, ra_bigdn_prec p, int full)
 {
     if (!d)
         RA_ERRORF(RA_EINVAL, "cpu %s: no dimensions", op);
@@ -114,8 +114,8 @@ static ra_status RN(check_dims)(const char *op, const ra_bigdn_dims *d, ra_bigdn
                   (long long)d->D);
     if (!isfinite(d->eps) || d->eps < 0)
         RA_ERRORF(RA_EINVAL, "cpu %s: eps = %g must be finite and >= 0", op, (double)d->eps);
-    if (full && (!isfinite(d->norm_eps) || !(d->norm_eps > 0)))
-        RA_ERRORF(RA_EINVAL, "cpu %s: norm_eps = %g must be finite and > 0", op,
+    if (full && (!isfinite(d->norm_eps) || d->norm_eps < 0))
+        RA_ERRORF(RA_EINVAL, "cpu %s: norm_eps = %g must be finite and >= 0", op,
                   (double)d->norm_eps);
     if (full && !isfinite(d->k_scale))
         RA_ERRORF(RA_EINVAL, "cpu %s: k_scale = %g is not finite", op, (double)d->k_scale);
@@ -177,9 +177,9 @@ static void RN(rope)(R *y, const R *x, const R *cs, const R *sn, int64_t N, int6
 }
 
 /* Q, K, Qr, Kr, V of head (b, h) from qkv and the token inverses. */
-static void RN(prologue)(RN(bdws) *w, const ra_bigdn_dims *d, int64_t b, int64_t h,
-                         const R *qkv, const R *qinv, const R *kinv, const R *qw, const R *kw,
-                         const R *cs, const R *sn)
+static void RN(prologue)(RN(bdws) * w, const ra_bigdn_dims *d, int64_t b, int64_t h, const R *qkv,
+                         const R *qinv, const R *kinv, const R *qw, const R *kw, const R *cs,
+                         const R *sn)
 {
     const int64_t N = w->N, D = w->D, H = d->H, C = H * D;
     const R ks = (R)d->k_scale;
@@ -213,7 +213,7 @@ static void RN(scatter)(R *dst, const R *src, const ra_bigdn_dims *d, int64_t b,
 }
 
 /* beta [B,H,F,S] and decay [B,H,F] of head (b, h). */
-static void RN(gather_gates)(RN(bdws) *w, const ra_bigdn_dims *d, int64_t b, int64_t h,
+static void RN(gather_gates)(RN(bdws) * w, const ra_bigdn_dims *d, int64_t b, int64_t h,
                              const R *beta, const R *decay)
 {
     memcpy(w->beta, beta + (b * d->H + h) * w->N, (size_t)w->N * sizeof(R));
@@ -230,7 +230,7 @@ static void RN(bridge)(R *x, int64_t D, int store_bf16)
             x[i * D + j] = RN(st)((i == j ? 1 : 0) - x[i * D + j], store_bf16);
 }
 
-static void RN(phase_a)(RN(bdws) *w)
+static void RN(phase_a)(RN(bdws) * w)
 {
     const int64_t S = w->S, D = w->D, DD = D * D;
     R *kb = w->t1;
@@ -270,7 +270,7 @@ static void RN(gaxpy)(R *x, R g, const R *t, const R *a, int64_t n)
         x[i] = g * t[i] + a[i];
 }
 
-static void RN(phase_b)(RN(bdws) *w)
+static void RN(phase_b)(RN(bdws) * w)
 {
     const int64_t F = w->F, D = w->D, DD = D * D;
     /* Forward stream: M_f = g_f (I - P_f) M_{f-1} + A_f from M_{-1} = 0. */
@@ -295,7 +295,7 @@ static void RN(phase_b)(RN(bdws) *w)
 
 /* --- phase C: num, den ---------------------------------------------------------------------- */
 
-static void RN(phase_c)(RN(bdws) *w)
+static void RN(phase_c)(RN(bdws) * w)
 {
     const int64_t S = w->S, D = w->D, DD = D * D;
     for (int64_t f = 0; f < w->F; f++) {
@@ -311,7 +311,7 @@ static void RN(phase_c)(RN(bdws) *w)
 }
 
 /* Phases A, B, C of the head in w (inputs gathered). */
-static void RN(head_fwd)(RN(bdws) *w)
+static void RN(head_fwd)(RN(bdws) * w)
 {
     RN(phase_a)(w);
     RN(phase_b)(w);
@@ -319,8 +319,7 @@ static void RN(head_fwd)(RN(bdws) *w)
 }
 
 /* out = num / (den + eps) of head (b, h) into [B,N,H,D]. */
-static void RN(head_out)(const RN(bdws) *w, R *out, const ra_bigdn_dims *d, int64_t b,
-                         int64_t h)
+static void RN(head_out)(const RN(bdws) * w, R *out, const ra_bigdn_dims *d, int64_t b, int64_t h)
 {
     const int64_t N = w->N, D = w->D, H = d->H;
     for (int64_t n = 0; n < N; n++) {
@@ -343,12 +342,12 @@ typedef struct RN(bdctx) {
     R *out, *dqkv, *dQ, *dK, *dQr, *dKr, *dV, *dbeta, *ddecay;
 } RN(bdctx);
 
-typedef void RN(head_fn)(RN(bdws) *w, int64_t b, int64_t h, const RN(bdctx) *x);
+typedef void RN(head_fn)(RN(bdws) * w, int64_t b, int64_t h, const RN(bdctx) * x);
 
 /* Runs fn on every head (b, h), in parallel, each thread with its own
    workspace.  An allocation failure is reported once, after the loop. */
-static ra_status RN(run_heads)(const char *op, const RN(bdctx) *x, ra_bigdn_prec p, int bwd,
-                               RN(head_fn) *fn)
+static ra_status RN(run_heads)(const char *op, const RN(bdctx) * x, ra_bigdn_prec p, int bwd,
+                               RN(head_fn) * fn)
 {
     const ra_bigdn_dims *d = x->d;
     const int64_t BH = d->B * d->H;
@@ -373,13 +372,13 @@ static ra_status RN(run_heads)(const char *op, const RN(bdctx) *x, ra_bigdn_prec
 }
 
 /* Gathers head (b, h) of the full operation: prologue and gates. */
-static void RN(load_full)(RN(bdws) *w, int64_t b, int64_t h, const RN(bdctx) *x)
+static void RN(load_full)(RN(bdws) * w, int64_t b, int64_t h, const RN(bdctx) * x)
 {
     RN(prologue)(w, x->d, b, h, x->qkv, x->qinv, x->kinv, x->qw, x->kw, x->cs, x->sn);
     RN(gather_gates)(w, x->d, b, h, x->beta, x->decay);
 }
 
-static void RN(load_core)(RN(bdws) *w, int64_t b, int64_t h, const RN(bdctx) *x)
+static void RN(load_core)(RN(bdws) * w, int64_t b, int64_t h, const RN(bdctx) * x)
 {
     RN(gather)(w->Q, x->Q, x->d, b, h);
     RN(gather)(w->K, x->K, x->d, b, h);
@@ -389,14 +388,14 @@ static void RN(load_core)(RN(bdws) *w, int64_t b, int64_t h, const RN(bdctx) *x)
     RN(gather_gates)(w, x->d, b, h, x->beta, x->decay);
 }
 
-static void RN(fwd_full)(RN(bdws) *w, int64_t b, int64_t h, const RN(bdctx) *x)
+static void RN(fwd_full)(RN(bdws) * w, int64_t b, int64_t h, const RN(bdctx) * x)
 {
     RN(load_full)(w, b, h, x);
     RN(head_fwd)(w);
     RN(head_out)(w, x->out, x->d, b, h);
 }
 
-static void RN(fwd_core)(RN(bdws) *w, int64_t b, int64_t h, const RN(bdctx) *x)
+static void RN(fwd_core)(RN(bdws) * w, int64_t b, int64_t h, const RN(bdctx) * x)
 {
     RN(load_core)(w, b, h, x);
     RN(head_fwd)(w);
@@ -405,7 +404,7 @@ static void RN(fwd_core)(RN(bdws) *w, int64_t b, int64_t h, const RN(bdctx) *x)
 
 /* Checks the full operation's inputs; allocates and fills the token norms
    (*inv: [2, B, N], q then k; the caller frees it). */
-static ra_status RN(full_setup)(RN(bdctx) *x, R **inv, const char *op, const ra_bigdn_dims *d,
+static ra_status RN(full_setup)(RN(bdctx) * x, R **inv, const char *op, const ra_bigdn_dims *d,
                                 ra_bigdn_prec p, const R *qkv, const R *beta, const R *decay,
                                 const R *q_norm_w, const R *k_norm_w, const R *rope_cos,
                                 const R *rope_sin)
@@ -431,9 +430,9 @@ static ra_status RN(full_setup)(RN(bdctx) *x, R **inv, const char *op, const ra_
     return RA_OK;
 }
 
-static ra_status RN(core_setup)(RN(bdctx) *x, const char *op, const ra_bigdn_dims *d,
-                                ra_bigdn_prec p, const R *Q, const R *K, const R *Qr,
-                                const R *Kr, const R *V, const R *beta, const R *decay)
+static ra_status RN(core_setup)(RN(bdctx) * x, const char *op, const ra_bigdn_dims *d,
+                                ra_bigdn_prec p, const R *Q, const R *K, const R *Qr, const R *Kr,
+                                const R *V, const R *beta, const R *decay)
 {
     RA_TRY(RN(check_dims)(op, d, p, 0));
     const int64_t n = d->B * d->F * d->S * d->H * d->D;
@@ -454,8 +453,7 @@ static ra_status RN(core_setup)(RN(bdctx) *x, const char *op, const ra_bigdn_dim
 
 ra_status API(ra_cpu_bigdn_forward)(const ra_bigdn_dims *d, ra_bigdn_prec p, const R *qkv,
                                     const R *beta, const R *decay, const R *q_norm_w,
-                                    const R *k_norm_w, const R *rope_cos, const R *rope_sin,
-                                    R *out)
+                                    const R *k_norm_w, const R *rope_cos, const R *rope_sin, R *out)
 {
     const char *op = "bigdn";
     RN(bdctx) x;
