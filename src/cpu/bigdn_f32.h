@@ -45,9 +45,9 @@
  *
  * Refused with RA_EINVAL and a message naming the tensor and index: a
  * dimension below 1, D odd (full operation: RoPE pairs), a NULL array,
- * non-finite k_scale, norm_eps or eps negative or not finite, any non-finite input
- * element; sizes that overflow give RA_EOVERFLOW, allocation failure
- * RA_ENOMEM.  The _f64 entry points are the same phases in double (P0
+ * a non-finite k_scale, a negative or non-finite norm_eps or eps, any
+ * non-finite input element; sizes that overflow give RA_EOVERFLOW,
+ * allocation failure RA_ENOMEM.  The _f64 entry points are the same phases in double (P0
  * only): tests use them as a reference of the phase algebra free of fp32
  * roundoff.
  */
