@@ -58,6 +58,6 @@ if expect_status 0 study reversal --quick --quiet --out nog --gnuplot none; then
     test -s nog/reversal.csv || fail "CSV missing without gnuplot"
     test -e nog/reversal.svg && fail "an SVG without gnuplot"
 fi
-# The second run took its reference from the cache.
-expect_grep nog/reversal.md '^- References: 1 from the cache, 0 computed\.' "cache hit"
+# The second run took its references (scan and gdn) from the cache.
+expect_grep nog/reversal.md '^- References: 2 from the cache, 0 computed\.' "cache hit"
 finish

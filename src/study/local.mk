@@ -1,7 +1,7 @@
 # Error-growth studies (`recaudit study NAME`): the framework and one file per study.
 librecaudit_a_SOURCES += src/study/study.h src/study/studies.h src/study/studies.c \
 	src/study/points.c src/study/plot.c src/study/report.c src/study/case.c
-librecaudit_a_SOURCES += src/study/reversal.h src/study/reversal.c
+librecaudit_a_SOURCES += src/study/reversal.h src/study/reversal.c src/study/reversal_gdn.c
 recaudit_SOURCES += src/cli/cmd_study.c
 
 # The framework's own tests (points, CSV/markdown, plot, fit) and the quick
