@@ -2,6 +2,7 @@
 librecaudit_a_SOURCES += src/study/study.h src/study/studies.h src/study/studies.c \
 	src/study/points.c src/study/plot.c src/study/report.c src/study/case.c
 librecaudit_a_SOURCES += src/study/reversal.h src/study/reversal.c src/study/reversal_gdn.c
+librecaudit_a_SOURCES += src/study/metric.c
 recaudit_SOURCES += src/cli/cmd_study.c
 
 # The framework's own tests (points, CSV/markdown, plot, fit) and the quick
@@ -15,6 +16,7 @@ EXTRA_DIST += tests/study-cli.sh reports/README.md
 # `make reports`: regenerate the CPU studies' reports under reports/ in the
 # source tree (references from $RECAUDIT_CACHE, else ~/.cache/recaudit).
 STUDIES_CPU = reversal
+STUDIES_CPU += metric
 reports: recaudit$(EXEEXT)
 	@set -e; commit=$$(git -C $(top_srcdir) describe --always --dirty --abbrev=7 2>/dev/null || echo unknown); \
 	for s in $(STUDIES_CPU); do \

@@ -5,6 +5,7 @@
 #include "study/study.h"
 
 ra_study_fn ra_study_reversal;
+ra_study_fn ra_study_metric;
 
 /* the precision studies: dot, inverse, length, storage */
 
