@@ -391,8 +391,8 @@ ra_status ra_study_metric(ra_study_ctx *ctx, ra_study_report *rep)
         st = ra_report_printf(rep, "\n");
     ra_plot plot = {.title = "metric: value / threshold of each rule on each planted defect",
                     .x = "defect_index",
-                    .xlabel = "defect: 0 control, 1 elem-max, 2 elem-median, 3 bias, "
-                              "4 dropped-term, 5 tf32-as-ieee",
+                    .xlabel = "planted defect",
+                    .xtic = "defect",
                     .y = {"ratio"},
                     .ylabel = "value / threshold (> 1: caught)",
                     .series = "rule",

@@ -82,7 +82,9 @@ ra_status ra_reversal_close(ra_points *p, ra_reversal_group *g)
             !ra_points_num(&L, p, r, cl))
             continue;
         const int use = isfinite(e) && e >= 10 * g->floor;
-        RA_TRY(ra_points_put_num(p, r, "model", g->floor * pow(10, g->predict * (L - 1))));
+        const double model = g->floor * pow(10, g->predict * (L - 1));
+        if (model <= 3.4e38) /* past fp32's range the model says nothing measurable */
+            RA_TRY(ra_points_put_num(p, r, "model", model));
         RA_TRY(ra_points_put_text(p, r, "in_fit", use ? "yes" : "no"));
         if (!g->seed_L && !(e < RA_REVERSAL_SEED_FIGURE))
             g->seed_L = L;
@@ -101,6 +103,14 @@ ra_status ra_reversal_close(ra_points *p, ra_reversal_group *g)
     }
     g->fit.n = n;
     return RA_OK;
+}
+
+void ra_reversal_fmt_model(char *buf, size_t len, double model)
+{
+    if (isnan(model))
+        snprintf(buf, len, "> 3.4e38");
+    else
+        snprintf(buf, len, "%.2e", model);
 }
 
 /* One run: metrics of the state-reading tensor, max_rel of the control. */
@@ -197,8 +207,10 @@ static ra_status group_table(ra_study_report *rep, const ra_points *p, const ra_
                 ra_points_num(&ctl, p, q, cc);
             }
         }
-        RA_TRY(ra_report_printf(rep, "| %g | %.2e | %.2e | %.2e | %.2e | %.2e |\n", L, v[0], v[1],
-                                v[2], mod, ctl));
+        char mtxt[32];
+        ra_reversal_fmt_model(mtxt, sizeof mtxt, mod);
+        RA_TRY(ra_report_printf(rep, "| %g | %.2e | %.2e | %.2e | %s | %.2e |\n", L, v[0], v[1],
+                                v[2], mtxt, ctl));
     }
     return RA_OK;
 }

@@ -146,15 +146,17 @@ static ra_status regime_table(ra_study_report *rep, const ra_points *p, const ra
     for (size_t r = g->first; r < g->last; r++) {
         if (strcmp(ra_points_text(p, r, cb), "reversal") != 0)
             continue;
-        double L, e, ef = NAN, mod, ctl;
+        double L, e, ef = NAN, mod = NAN, ctl = NAN;
         ra_points_num(&L, p, r, cl);
         ra_points_num(&e, p, r, cm);
         ra_points_num(&mod, p, r, cmod);
         ra_points_num(&ctl, p, r, cc);
         if (r > g->first)
             ra_points_num(&ef, p, r - 1, cm);
-        RA_TRY(ra_report_printf(rep, "| %g | %.2e | %.2e | %s | %.2e | %.2e |\n", L, ef, e,
-                                ra_points_text(p, r, ct), mod, ctl));
+        char mtxt[32];
+        ra_reversal_fmt_model(mtxt, sizeof mtxt, mod);
+        RA_TRY(ra_report_printf(rep, "| %g | %.2e | %.2e | %s | %s | %.2e |\n", L, ef, e,
+                                ra_points_text(p, r, ct), mtxt, ctl));
     }
     return RA_OK;
 }
