@@ -49,17 +49,23 @@ ra_status ra_cpu_gdn_backward_row(const ra_variant *self, const ra_case *c, ra_t
 }
 
 #define SEQ(f64, dt)                                                                               \
-    (&(const ra_cpu_gdn_cfg){RA_CPU_SEQ, f64, 0, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, dt, dt, 0})
+    (&(const ra_cpu_gdn_cfg){RA_CPU_SEQ, f64, 0, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, dt, dt,   \
+                             0, RA_CPU_STORE_AUTO})
 #define CHUNK(c, rnd, inv, act)                                                                    \
-    (&(const ra_cpu_gdn_cfg){RA_CPU_CHUNK, 0, c, rnd, inv, act, RA_F32, 0})
+    (&(const ra_cpu_gdn_cfg){RA_CPU_CHUNK, 0, c, rnd, inv, act, RA_F32, 0, RA_CPU_STORE_AUTO})
 
 #define CAPS (RA_FWD | RA_BWD | RA_GDN_CAPS_ALL)
 #define ROW(name, pclass, cfg, doc)                                                                \
-    {name, "gdn", doc, RA_CPU, pclass, CAPS, cfg, ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
+    {                                                                                              \
+        name, "gdn", doc, RA_CPU, pclass, CAPS, cfg, ra_cpu_gdn_forward_row,                       \
+            ra_cpu_gdn_backward_row                                                                \
+    }
 /* NKI's algorithms are defined for L2-normalised keys only (gdn_cte docs). */
 #define ROW_NKI(name, pclass, cfg, doc)                                                            \
-    {name,                   "gdn",                  doc, RA_CPU, pclass, CAPS | RA_GDN_NEEDS_UNIT_KEYS, \
-     cfg,                    ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
+    {                                                                                              \
+        name, "gdn", doc, RA_CPU, pclass, CAPS | RA_GDN_NEEDS_UNIT_KEYS, cfg,                      \
+            ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row                                        \
+    }
 
 const ra_variant ra_cpu_gdn_variants[] = {
     ROW("gdn.cpu.f64", "f64", SEQ(1, RA_F64),
