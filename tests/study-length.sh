@@ -13,7 +13,7 @@ if expect_status 0 study length --quick --quiet --out q; then
     expect_grep q/length.md '^\*\*Headline\.\*\* Error growth' "headline first"
     expect_grep q/length.md 'wall time [0-9.]* s' "wall time"
     nv=$("$RECAUDIT" list variants | awk '$2 == "gdn" && $3 == "cpu"' | wc -l)
-    nfit=$(grep -c '^| \(default\|near-unit\) | gdn\.cpu\.[^ ]* | [a-z0-9]* | [-0-9.]* |' q/length.md)
+    nfit=$(grep -c '^| \(default\|near-unit\) | gdn\.cpu\.[^ ]* | [a-z][a-z0-9]* | [-0-9.]* |' q/length.md)
     test "$nfit" -eq $((2 * nv)) || fail "fits: $nfit rows, want $((2 * nv))"
     awk -F, '
         NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }

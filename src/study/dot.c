@@ -1,4 +1,5 @@
-/* The dot study: operand precision (IEEE, TF32, 3xTF32, bf16) of the affine scan and the chunked gdn, against the unit-roundoff model. */
+/* The dot study: operand precision (IEEE, TF32, 3xTF32, bf16) of the affine scan and the chunked
+ * gdn, against the unit-roundoff model. */
 
 /*
  * A tensor-core dot rounds its operands to the unit's format before the
@@ -17,7 +18,8 @@
  *           relative, 2e-4 absolute at k >= 16) against T;
  *   gdn-K   the chunked gdn, chunk64 rows of each precision, at
  *           K = V in {32, 64, 128} (T = 256);
- *   gdn-T   the same at K = V = 64 against T.
+ *   gdn-T   the same at K = V = 64 against T (forward only: the MPFR
+ *           backward at T = 4096 would double the study's time).
  * CUDA rows with the same names (gdn.cuda.chunk64.*) join when a device
  * answers and are left out (noted) when none does.  Every case goes
  * through the reference cache.  The plotted value is max_rel of the
@@ -32,13 +34,14 @@
 #include <string.h>
 
 typedef struct sweep {
-    const char *name;   /* panel */
-    const char *op;     /* scan.affine or gdn */
-    const char *globs;  /* comma-separated variant globs */
-    const char *xname;  /* k, K or T */
-    const int *xs;      /* x values, 0-ended */
+    const char *name;  /* panel */
+    const char *op;    /* scan.affine or gdn */
+    const char *globs; /* comma-separated variant globs */
+    const char *xname; /* k, K or T */
+    const int *xs;     /* x values, 0-ended */
     const int *xs_quick;
     const char *primary; /* plotted tensor */
+    int bwd;             /* also the gradients (gdn-T: forward only, for time) */
 } sweep;
 
 static const int scan_k[] = {1, 2, 4, 8, 16, 0}, scan_k_q[] = {1, 16, 0};
@@ -52,10 +55,10 @@ static const int gdn_t[] = {64, 256, 1024, 4096, 0}, gdn_t_q[] = {64, 128, 0};
 #define GDN_GLOBS "gdn.*.chunk64.ieee,gdn.*.chunk64.tf32,gdn.*.chunk64.tf32x3,gdn.*.chunk64.bf16"
 
 static const sweep sweeps[] = {
-    {"scan-k", "scan.affine", SCAN_GLOBS, "k", scan_k, scan_k_q, "Bbar"},
-    {"scan-T", "scan.affine", SCAN_GLOBS, "T", scan_t, scan_t_q, "Bbar"},
-    {"gdn-K", "gdn", GDN_GLOBS, "K", gdn_k, gdn_k_q, "o"},
-    {"gdn-T", "gdn", GDN_GLOBS, "T", gdn_t, gdn_t_q, "o"},
+    {"scan-k", "scan.affine", SCAN_GLOBS, "k", scan_k, scan_k_q, "Bbar", 1},
+    {"scan-T", "scan.affine", SCAN_GLOBS, "T", scan_t, scan_t_q, "Bbar", 1},
+    {"gdn-K", "gdn", GDN_GLOBS, "K", gdn_k, gdn_k_q, "o", 1},
+    {"gdn-T", "gdn", GDN_GLOBS, "T", gdn_t, gdn_t_q, "o", 0},
 };
 
 static void shape_of(char *buf, size_t len, const sweep *s, int x, int quick)
@@ -108,8 +111,14 @@ static worst *worst_slot(worst *w, size_t *n, const char *variant, const char *p
     return s;
 }
 
+/* The seed's TF32 claim at k = 16: Bbar max_rel and max_abs of the tf32 row. */
+typedef struct claim {
+    double rel, abs;
+    int have;
+} claim;
+
 static ra_status run_sweep(ra_study_ctx *ctx, ra_study_report *rep, ra_points *p, const sweep *s,
-                           worst *w, size_t *nw)
+                           worst *w, size_t *nw, claim *cl)
 {
     const unsigned long long seed = strcmp(s->op, "gdn") == 0 ? 14 : 2;
     ra_report_seed(rep, seed);
@@ -122,7 +131,8 @@ static ra_status run_sweep(ra_study_ctx *ctx, ra_study_report *rep, ra_points *p
             if (*c == ',')
                 *c = ' ';
         ra_study_case sc;
-        RA_TRY(ra_study_case_make(&sc, ctx, s->op, shape, "default", "f32", seed, NULL, NULL, 1));
+        RA_TRY(
+            ra_study_case_make(&sc, ctx, s->op, shape, "default", "f32", seed, NULL, NULL, s->bwd));
         ra_status st = RA_OK;
         for (size_t i = 0; st == RA_OK && i < ra_registry_count(ctx->registry); i++) {
             const ra_variant *v = ra_registry_at(ctx->registry, i);
@@ -168,6 +178,9 @@ static ra_status run_sweep(ra_study_ctx *ctx, ra_study_report *rep, ra_points *p
                         ws->ratio = m.max_rel / u, ws->value = m.max_rel, ws->u = u, ws->x = *x;
                     if (ws && m.max_rel / u < ws->lo_ratio)
                         ws->lo_ratio = m.max_rel / u;
+                    if (strcmp(s->name, "scan-k") == 0 && *x == 16 &&
+                        strcmp(v->pclass, "tf32") == 0)
+                        cl->rel = m.max_rel, cl->abs = m.max_abs, cl->have = 1;
                 }
             }
             ra_case_clear(&res);
@@ -187,11 +200,15 @@ static int keep_primary(const ra_points *p, size_t row, void *arg)
     return ra_points_num(&x, p, row, ra_points_col(p, "plot_max_rel"));
 }
 
-/* "near" the model: the measured max_rel within a factor 16 of u either way
-   (4 bits: fp32 sums of 16..128 terms reach sqrt(n) u). */
-static const char *verdict(double ratio) { return ratio <= 16 && ratio >= 1.0 / 16 ? "near" : "off"; }
+/* "near" the model: the measured max_rel within a factor 32 of u either way
+   (5 bits: the worst element of chained fp32 matmuls of 64..128 terms
+   reaches tens of u; TF32 in place of IEEE would be 2^13 u). */
+static const char *verdict(double ratio)
+{
+    return ratio <= 32 && ratio >= 1.0 / 32 ? "near" : "off";
+}
 
-static ra_status write_text(ra_study_report *rep, const worst *w, size_t nw)
+static ra_status write_text(ra_study_report *rep, const worst *w, size_t nw, const claim *cl)
 {
     /* TF32 and IEEE verdicts for the headline. */
     double tf_scan = -1, tf_gdn = -1, ie_scan = -1, ie_gdn = -1;
@@ -223,13 +240,24 @@ static ra_status write_text(ra_study_report *rep, const worst *w, size_t nw)
         rep, "## Against the model\n\nFor each row and sweep: the worst max_rel of the primary "
              "output (Bbar, o) over the sweep, its ratio to the unit roundoff u of the declared "
              "class (tf32 2^-11, bf16 2^-8, ieee and tf32x3 2^-24), the smallest ratio over the "
-             "sweep, and whether it sits near the model (within 16x either way).\n\n"
+             "sweep, and whether it sits near the model (within 32x either way: 5 bits).\n\n"
              "| sweep | variant | class | worst max_rel | at | worst / u | least / u | model |\n"
              "|---|---|---|---|---|---|---|---|\n"));
     for (size_t i = 0; i < nw; i++)
         RA_TRY(ra_report_printf(rep, "| %s | %s | %s | %.3g | %d | %.3g | %.3g | %s |\n",
                                 w[i].sweep, w[i].variant, w[i].pclass, w[i].value, w[i].x,
                                 w[i].ratio, w[i].lo_ratio, verdict(w[i].ratio)));
+    if (cl->have)
+        RA_TRY(ra_report_printf(
+            rep,
+            "The seed's TF32 claim (about 2^-10 relative, 2e-4 absolute at k >= 16): at k = 16 "
+            "the TF32 scan row measures Bbar max_rel %.3g = 2^%.1f and max_abs %.3g on the seed "
+            "002 "
+            "inputs (the scan-k case), %s.\n\n",
+            cl->rel, ra_study_log2(cl->rel), cl->abs,
+            cl->rel <= 0x1p-9 && cl->rel >= 0x1p-13
+                ? "the same order as the claim (within 4x of 2^-11)"
+                : "away from the claim"));
     RA_TRY(ra_report_printf(rep, "\n"));
     return RA_OK;
 }
@@ -246,25 +274,26 @@ static const char dot_notes[] =
 
 ra_status ra_study_dot(ra_study_ctx *ctx, ra_study_report *rep)
 {
-    static const char *const cols[] = {"sweep",   "variant",   "device",  "class",
-                                       "shape",   "x",         "tensor",  "max_rel",
-                                       "rel_rms", "max_abs",   "nonfinite", "u_model",
-                                       "max_rel_over_u", "plot_max_rel", "plot_model", NULL};
+    static const char *const cols[] = {
+        "sweep",          "variant",      "device",     "class",   "shape",     "x",
+        "tensor",         "max_rel",      "rel_rms",    "max_abs", "nonfinite", "u_model",
+        "max_rel_over_u", "plot_max_rel", "plot_model", NULL};
     ra_points *p;
     RA_TRY(ra_points_new(&p, cols));
     worst w[MAX_WORST];
     size_t nw = 0;
+    claim cl = {0, 0, 0};
     ra_status st = RA_OK;
     for (size_t i = 0; st == RA_OK && i < sizeof sweeps / sizeof sweeps[0]; i++)
-        st = run_sweep(ctx, rep, p, &sweeps[i], w, &nw);
+        st = run_sweep(ctx, rep, p, &sweeps[i], w, &nw, &cl);
     if (st == RA_OK)
-        st = write_text(rep, w, nw);
+        st = write_text(rep, w, nw, &cl);
     if (st == RA_OK)
         st = ra_report_printf(rep, "%s", dot_notes);
     if (st == RA_OK)
         st = ra_report_printf(rep, "## Primary outputs (every point of the plot)\n\n");
-    static const char *const tcols[] = {"sweep",   "variant", "x",       "tensor",
-                                        "max_rel", "rel_rms", "max_abs", "max_rel_over_u", NULL};
+    static const char *const tcols[] = {
+        "sweep", "variant", "x", "tensor", "max_rel", "rel_rms", "max_abs", "max_rel_over_u", NULL};
     if (st == RA_OK)
         st = ra_report_table(rep, p, tcols, keep_primary, NULL);
     if (st != RA_OK) {

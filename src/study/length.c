@@ -1,4 +1,5 @@
-/* The length study: error of every gdn variant against the sequence length T, with the fitted growth exponent. */
+/* The length study: error of every gdn variant against the sequence length T, with the fitted
+ * growth exponent. */
 
 /*
  * Independent roundings of a sum of n terms grow like sqrt(n) u (random
@@ -63,9 +64,9 @@ static const char length_notes[] =
 
 ra_status ra_study_length(ra_study_ctx *ctx, ra_study_report *rep)
 {
-    static const char *const cols[] = {"regime",  "variant", "device",  "class",     "T",
-                                       "tensor",  "max_rel", "rel_rms", "max_abs",   "nonfinite",
-                                       "plot_rel_rms", NULL};
+    static const char *const cols[] = {"regime",  "variant",   "device",       "class",
+                                       "T",       "tensor",    "max_rel",      "rel_rms",
+                                       "max_abs", "nonfinite", "plot_rel_rms", NULL};
     ra_points *p;
     RA_TRY(ra_points_new(&p, cols));
     const unsigned long long seed = 65536;
@@ -140,10 +141,11 @@ ra_status ra_study_length(ra_study_ctx *ctx, ra_study_report *rep)
     char smax_var[2][96] = {"", ""};
     if (st == RA_OK)
         st = ra_report_printf(
-            rep, "## Fitted growth exponents\n\nlog rel_rms(o) = a + p log T over T = %d ... %d "
-                 "(gsl_fit_linear); p near 0: flat, 1/2: random-walk accumulation, 1: linear.\n\n"
-                 "| regime | variant | class | p | se(p) | r^2 | rel_rms at T=%d | at T=%d | "
-                 "growth |\n|---|---|---|---|---|---|---|---|---|\n",
+            rep,
+            "## Fitted growth exponents\n\nlog rel_rms(o) = a + p log T over T = %d ... %d "
+            "(gsl_fit_linear); p near 0: flat, 1/2: random-walk accumulation, 1: linear.\n\n"
+            "| regime | variant | class | p | se(p) | r^2 | rel_rms at T=%d | at T=%d | "
+            "growth |\n|---|---|---|---|---|---|---|---|---|\n",
             Ts[0], Tlast, Ts[0], Tlast);
     for (int r = 0; st == RA_OK && regimes[r]; r++)
         for (size_t s = 0; st == RA_OK && s < nser; s++) {
@@ -155,17 +157,19 @@ ra_status ra_study_length(ra_study_ctx *ctx, ra_study_report *rep)
                     lx[n] = log(se->T[i]), ly[n++] = log(se->rel[i]);
             ra_fit f;
             if (n < 2 || ra_fit_linear(&f, lx, ly, n) != RA_OK) {
-                st = ra_report_printf(rep, "| %s | %s | %s | - | - | - | - | - | no fit (%zu "
-                                           "finite points) |\n",
+                st = ra_report_printf(rep,
+                                      "| %s | %s | %s | - | - | - | - | - | no fit (%zu "
+                                      "finite points) |\n",
                                       regimes[r], se->v->name, se->v->pclass, n);
                 continue;
             }
             if (f.slope > slope_max[r])
-                slope_max[r] = f.slope, snprintf(smax_var[r], sizeof smax_var[r], "%s", se->v->name);
+                slope_max[r] = f.slope,
+                snprintf(smax_var[r], sizeof smax_var[r], "%s", se->v->name);
             slope_min[r] = fmin(slope_min[r], f.slope);
             st = ra_report_printf(rep, "| %s | %s | %s | %.3f | %.3f | %.3f | %.3g | %.3g | %s |\n",
-                                  regimes[r], se->v->name, se->v->pclass, f.slope, f.slope_se,
-                                  f.r2, se->rel[0], se->rel[se->n - 1], growth_name(f.slope));
+                                  regimes[r], se->v->name, se->v->pclass, f.slope, f.slope_se, f.r2,
+                                  se->rel[0], se->rel[se->n - 1], growth_name(f.slope));
         }
     if (st == RA_OK && skipped[0])
         st = ra_report_printf(rep, "\nLeft out (no CUDA device on this machine): %s.\n", skipped);
@@ -175,14 +179,15 @@ ra_status ra_study_length(ra_study_ctx *ctx, ra_study_report *rep)
             "Error growth with T is %s: the fitted exponents of rel_rms(o) against T = %d ... %d "
             "lie in [%.2f, %.2f] with the default decay and in [%.2f, %.2f] with near-unit decay "
             "(largest: %s, %.2f)%s.",
-            fmax(slope_max[0], slope_max[1]) < 0.75 ? "at most random-walk" : "linear for some rows",
-            Ts[0], Tlast, slope_min[0], slope_max[0], slope_min[1], slope_max[1],
-            smax_var[1], slope_max[1],
+            fmax(slope_max[0], slope_max[1]) < 0.75 ? "at most random-walk"
+                                                    : "linear for some rows",
+            Ts[0], Tlast, slope_min[0], slope_max[0], slope_min[1], slope_max[1], smax_var[1],
+            slope_max[1],
             fmax(slope_max[0], slope_max[1]) < 0.75 ? ", none close to linear growth" : "");
     if (st == RA_OK)
         st = ra_report_printf(rep, "%s", length_notes);
-    static const char *const tcols[] = {"regime", "variant", "T", "rel_rms", "max_rel", "nonfinite",
-                                        NULL};
+    static const char *const tcols[] = {"regime",  "variant",   "T", "rel_rms",
+                                        "max_rel", "nonfinite", NULL};
     if (st == RA_OK && (st = ra_report_printf(rep, "\n## Every point (o)\n\n")) == RA_OK)
         st = ra_report_table(rep, p, tcols, keep_o, NULL);
     if (st != RA_OK) {

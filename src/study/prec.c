@@ -21,7 +21,7 @@ double ra_study_unit_roundoff(const char *pclass)
     static const struct {
         const char *name;
         double u;
-    } table[] = {{"f64", 0x1p-53}, {"f32", 0x1p-24},  {"ieee", 0x1p-24}, {"tf32x3", 0x1p-24},
+    } table[] = {{"f64", 0x1p-53},  {"f32", 0x1p-24}, {"ieee", 0x1p-24}, {"tf32x3", 0x1p-24},
                  {"tf32", 0x1p-11}, {"bf16", 0x1p-8}, {"f16", 0x1p-11}};
     for (size_t i = 0; pclass && i < sizeof table / sizeof table[0]; i++)
         if (strcmp(table[i].name, pclass) == 0)

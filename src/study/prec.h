@@ -1,4 +1,5 @@
-/* Helpers of the precision studies (dot, inverse, length, storage): unit roundoffs, device checks, metric columns. */
+/* Helpers of the precision studies (dot, inverse, length, storage): unit roundoffs, device checks,
+ * metric columns. */
 #ifndef RA_STUDY_PREC_H
 #define RA_STUDY_PREC_H
 

@@ -1,4 +1,5 @@
-/* The storage study: per-chunk states, T, W and U kept in f32, bf16 or f16, and where f16 overflows. */
+/* The storage study: per-chunk states, T, W and U kept in f32, bf16 or f16, and where f16
+ * overflows. */
 
 /*
  * A chunked kernel writes T, W, U and each chunk-start state to memory and
@@ -84,7 +85,8 @@ static ra_status measure(ra_points *p, ra_study_ctx *ctx, const ra_study_case *s
     for (int i = 0; st == RA_OK && i < 2; i++) {
         ra_metrics m;
         if ((st = ra_study_measure(&m, &res, sc, outs[i])) != RA_OK ||
-            (st = ra_points_row(p)) != RA_OK || (st = ra_points_set_text(p, "case", label)) != RA_OK ||
+            (st = ra_points_row(p)) != RA_OK ||
+            (st = ra_points_set_text(p, "case", label)) != RA_OK ||
             (st = ra_points_set_num(p, "T", T)) != RA_OK ||
             (st = ra_points_set_text(p, "variant", v->name)) != RA_OK ||
             (st = ra_points_set_text(p, "storage", storage)) != RA_OK ||
@@ -116,10 +118,10 @@ static int keep_o(const ra_points *p, size_t row, void *arg)
 
 ra_status ra_study_storage(ra_study_ctx *ctx, ra_study_report *rep)
 {
-    static const char *const cols[] = {"case",     "T",         "variant",       "storage",
-                                       "tensor",   "max_rel",   "rel_rms",       "max_abs",
-                                       "nonfinite", "first_nonfinite_t", "u_storage", "ref_max_state",
-                                       "plot_rel_rms", NULL};
+    static const char *const cols[] = {
+        "case",         "T",       "variant",   "storage",           "tensor",    "max_rel",
+        "rel_rms",      "max_abs", "nonfinite", "first_nonfinite_t", "u_storage", "ref_max_state",
+        "plot_rel_rms", NULL};
     ra_points *p;
     RA_TRY(ra_points_new(&p, cols));
     const unsigned long long seed = 65504;
@@ -136,8 +138,15 @@ ra_status ra_study_storage(ra_study_ctx *ctx, ra_study_report *rep)
         cfgs[s] = *base;
         cfgs[s].store = stores[s].store;
         snprintf(names[s], sizeof names[s], "gdn.cpu.chunk64.ieee+store.%s", stores[s].name);
-        rows[s] = (ra_variant){names[s],          "gdn",  "storage study row", RA_CPU, "ieee",
-                               RA_FWD | RA_GDN_CAPS_ALL, &cfgs[s], ra_cpu_gdn_forward_row, NULL};
+        rows[s] = (ra_variant){names[s],
+                               "gdn",
+                               "storage study row",
+                               RA_CPU,
+                               "ieee",
+                               RA_FWD | RA_GDN_CAPS_ALL,
+                               &cfgs[s],
+                               ra_cpu_gdn_forward_row,
+                               NULL};
     }
     const int *Ts = ctx->quick ? lengths_q : lengths;
     ra_status st = RA_OK;
@@ -192,10 +201,11 @@ ra_status ra_study_storage(ra_study_ctx *ctx, ra_study_report *rep)
     if (st == RA_OK) {
         char where[256];
         if (f16_bad_T[1] >= 0)
-            snprintf(where, sizeof where,
-                     "without h0 from T = %d (first non-finite o at token %lld, the state peaking at "
-                     "%.3g)",
-                     f16_bad_T[1], (long long)f16_bad_tok[1], smax_at[1]);
+            snprintf(
+                where, sizeof where,
+                "without h0 from T = %d (first non-finite o at token %lld, the state peaking at "
+                "%.3g)",
+                f16_bad_T[1], (long long)f16_bad_tok[1], smax_at[1]);
         else
             snprintf(where, sizeof where,
                      "not without h0 (the state peaks at %.3g, %s the f16 limit 65504)", smax_at[1],
@@ -218,8 +228,8 @@ ra_status ra_study_storage(ra_study_ctx *ctx, ra_study_report *rep)
             "|---|---|---|---|\n");
     for (int c = 0; st == RA_OK && c < 3; c++)
         st = ra_report_printf(rep, "| %s | %.3g | %s%d | %lld |\n", cases[c].label, smax_at[c],
-                              f16_bad_T[c] < 0 ? "never; " : "", f16_bad_T[c] < 0 ? 0 : f16_bad_T[c],
-                              (long long)f16_bad_tok[c]);
+                              f16_bad_T[c] < 0 ? "never; " : "",
+                              f16_bad_T[c] < 0 ? 0 : f16_bad_T[c], (long long)f16_bad_tok[c]);
     if (st == RA_OK)
         st = ra_report_printf(
             rep,
@@ -229,9 +239,9 @@ ra_status ra_study_storage(ra_study_ctx *ctx, ra_study_report *rep)
             "inf, 0 * inf in the products), so the first bad token is the first token of the chunk "
             "after the state crossed the limit.  bf16 has the fp32 exponent range and never "
             "overflows here; it pays 3 more bits of mantissa loss than f16 instead.\n\n");
-    static const char *const tcols[] = {"case",      "T",       "variant", "storage",
-                                        "rel_rms",   "max_rel", "nonfinite", "first_nonfinite_t",
-                                        "ref_max_state", NULL};
+    static const char *const tcols[] = {
+        "case",    "T",         "variant",           "storage",       "rel_rms",
+        "max_rel", "nonfinite", "first_nonfinite_t", "ref_max_state", NULL};
     if (st == RA_OK && (st = ra_report_printf(rep, "## Every point (o)\n\n")) == RA_OK)
         st = ra_report_table(rep, p, tcols, keep_o, NULL);
     if (st != RA_OK) {
