@@ -7,12 +7,13 @@
 # regime, growth bounded), within 2^-16 of the MPFR inverse; the matmul
 # inverses (neumann, schur) do round their operands, so their TF32 T must
 # be worse than their IEEE T; positive raw keys make (I+A)^-1 larger than
-# unit keys do (max |T_ref| of raw-keys above default's).
+# unit keys do (max |T_ref| of raw-keys above default's), and raw keys at
+# their natural size |k|^2 = K/3 more than the regime's |k|^2 = 1.875.
 . "${top_srcdir:-.}/tests/cli-lib.sh"
 
 if expect_status 0 study inverse --quick --quiet --out q; then
     test -s q/inverse.md || fail "inverse.md missing"
-    expect_grep q/inverse.md '^\*\*Headline\.\*\* Raw' "headline first"
+    expect_grep q/inverse.md '^\*\*Headline\.\*\* .*stays bounded' "headline first"
     expect_grep q/inverse.md 'wall time [0-9.]* s' "wall time"
     awk -F, '
         NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
@@ -33,6 +34,7 @@ if expect_status 0 study inverse --quick --quiet --out q; then
                     print "tf32 not above ieee: " k; bad = 1 }
             }
             if (!(g["raw-keys"] > g["default"])) { print "raw-keys growth " g["raw-keys"] " <= default " g["default"]; bad = 1 }
+            if (!(g["raw-keys-K/3"] > g["raw-keys"])) { print "natural keys growth " g["raw-keys-K/3"]; bad = 1 }
             exit bad
         }' q/inverse.csv >check 2>&1 || { fail "inverse:"; cat check >&2; }
 fi

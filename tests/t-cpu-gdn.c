@@ -624,7 +624,8 @@ END_TEST
  * storage, and f32 storage on the bf16 row differs (the knob is really
  * independent of the operand rounding).  With h0 scaled by 2^17 the
  * stored chunk-start state exceeds 65504: f16 storage turns it into inf
- * (o non-finite) while f32 storage stays finite.  Double arithmetic
+ * (o non-finite) while f32 storage stays finite, and f16 states alone do
+ * the same while f16 T, W, U alone (O(1) values) do not.  Double arithmetic
  * refuses a bf16/f16 storage.
  */
 START_TEST(random_storage)
@@ -675,6 +676,21 @@ START_TEST(random_storage)
     ck_assert_msg(bad32 == 0 && bad16 > 0, "large state: f32 %lld, f16 %lld non-finite",
                   (long long)bad32, (long long)bad16);
     result_clear(&r32), result_clear(&r16);
+    /* The two storages are separate: f16 states alone overflow (h0 is
+       beyond 65504), f16 T, W, U alone do not (v, beta, k are O(1)). */
+    cf.store = RA_CPU_STORE_F32, cf.state_store = RA_CPU_STORE_F16;
+    run_cfg(&r16, &cf, &c, 0, 1);
+    cf.store = RA_CPU_STORE_F16, cf.state_store = RA_CPU_STORE_F32;
+    run_cfg(&r32, &cf, &c, 0, 1);
+    bad32 = bad16 = 0;
+    for (int64_t i = 0; i < tu_tensor(&r16.f, "o")->numel; i++) {
+        bad16 += !isfinite(ra_tensor_get(tu_tensor(&r16.f, "o"), i));
+        bad32 += !isfinite(ra_tensor_get(tu_tensor(&r32.f, "o"), i));
+    }
+    ck_assert_msg(bad16 > 0 && bad32 == 0, "f16 states only %lld, f16 T/W/U only %lld non-finite",
+                  (long long)bad16, (long long)bad32);
+    result_clear(&r32), result_clear(&r16);
+    cf.state_store = RA_CPU_STORE_AUTO;
 
     ra_error_handler_t *old = ra_set_error_handler(tu_handler);
     ra_cpu_gdn_cfg d = chunk_f64(64, RA_CPU_INV_FWDSUBST);

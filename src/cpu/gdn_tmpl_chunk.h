@@ -26,7 +26,7 @@
 /* Per-head workspace of the chunked kernels (one allocation). */
 typedef struct RN(cws) {
     int64_t C, K, V, D;
-    int mode, store, inv;
+    int mode, store, store_state, inv; /* storage of T, W, U and of the chunk states */
     R *G, *gam, *dG;                            /* C */
     R *A, *T, *Dm, *P, *dP, *dT, *Z, *dA;       /* C x C */
     R *Kb, *Y, *W, *dQc, *dKc, *dW, *dY, *tK;   /* C x K */
@@ -51,7 +51,9 @@ static int RN(cws_init)(RN(cws) *w, int64_t C, int64_t K, int64_t V, int mode, i
     if (!w->mem)
         return 1;
     w->C = C, w->K = K, w->V = V, w->D = D;
-    w->mode = mode, w->store = store, w->inv = inv;
+    /* store packs two ra_cpu_store modes: T, W, U in bits 0-1, the chunk
+       states in bits 2-3 (the driver resolves AUTO). */
+    w->mode = mode, w->store = store & 3, w->store_state = store >> 2 & 3, w->inv = inv;
     R *p = w->mem;
 #define RA_TAKE(ptr, cnt) (ptr = p, p += (cnt))
     RA_TAKE(w->G, C), RA_TAKE(w->gam, C), RA_TAKE(w->dG, C);
@@ -173,7 +175,7 @@ static void RN(chunk_output)(RN(cws) *w, const RN(head) *h, int64_t t0, int64_t 
 static void RN(chunk_store_state)(RN(cws) *w)
 {
     for (int64_t i = 0; i < w->K * w->V; i++)
-        w->Sst[i] = RN(st)(w->S[i], w->store);
+        w->Sst[i] = RN(st)(w->S[i], w->store_state);
 }
 
 static void RN(chunk_init_state)(RN(cws) *w, const RN(head) *h)

@@ -155,13 +155,18 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
     if (!R_IS_F64 && cfg->algo == RA_CPU_CHUNK && mode == RA_CPU_ROUND_IEEE &&
         (faults & RA_FAULT_TF32_AS_IEEE))
         mode = RA_CPU_ROUND_TF32;
-    if (cfg->store < RA_CPU_STORE_AUTO || cfg->store > RA_CPU_STORE_F16)
-        RA_ERRORF(RA_EINVAL, "cpu gdn: unknown storage mode %d", (int)cfg->store);
-    if (R_IS_F64 && cfg->store > RA_CPU_STORE_F32)
+    if (cfg->store < RA_CPU_STORE_AUTO || cfg->store > RA_CPU_STORE_F16 ||
+        cfg->state_store < RA_CPU_STORE_AUTO || cfg->state_store > RA_CPU_STORE_F16)
+        RA_ERRORF(RA_EINVAL, "cpu gdn: unknown storage mode %d or %d", (int)cfg->store,
+                  (int)cfg->state_store);
+    if (R_IS_F64 && (cfg->store > RA_CPU_STORE_F32 || cfg->state_store > RA_CPU_STORE_F32))
         RA_ERROR("cpu gdn: bf16 or f16 storage needs float arithmetic", RA_EINVAL);
-    const int store = cfg->store != RA_CPU_STORE_AUTO ? (int)cfg->store
-                      : cfg->round == RA_CPU_ROUND_BF16 ? RA_CPU_STORE_BF16
-                                                          : RA_CPU_STORE_F32;
+    const int twu = cfg->store != RA_CPU_STORE_AUTO ? (int)cfg->store
+                    : cfg->round == RA_CPU_ROUND_BF16 ? RA_CPU_STORE_BF16
+                                                        : RA_CPU_STORE_F32;
+    /* Packed for the chunk kernels: T, W, U in bits 0-1, the states in 2-3. */
+    const int store =
+        twu | (cfg->state_store != RA_CPU_STORE_AUTO ? (int)cfg->state_store : twu) << 2;
 
     RN(bufs) bf;
     memset(&bf, 0, sizeof bf);

@@ -60,17 +60,19 @@ typedef enum ra_cpu_inverse {
 
 typedef struct ra_cpu_gdn_cfg {
     ra_cpu_algo algo;
-    int f64;                /* arithmetic in double (else float) */
-    int chunk;              /* chunk length (RA_CPU_CHUNK) */
-    ra_cpu_round round;     /* RA_CPU_CHUNK; must be IEEE when f64 */
-    ra_cpu_inverse inverse; /* RA_CPU_CHUNK */
-    ra_dtype act_dtype;     /* storage of o, dq, dk, dv */
-    ra_dtype aux_dtype;     /* storage of ht, dh0, dg, dbeta */
-    unsigned faults;        /* planted defects (cpu/faults.h): 0 in every
-                               registered row; tests make rows of their own */
-    ra_cpu_store store;     /* RA_CPU_CHUNK: dtype T, W, U and the per-chunk
-                               states are stored in (AUTO: bf16 when round is
-                               BF16, else the arithmetic type) */
+    int f64;                  /* arithmetic in double (else float) */
+    int chunk;                /* chunk length (RA_CPU_CHUNK) */
+    ra_cpu_round round;       /* RA_CPU_CHUNK; must be IEEE when f64 */
+    ra_cpu_inverse inverse;   /* RA_CPU_CHUNK */
+    ra_dtype act_dtype;       /* storage of o, dq, dk, dv */
+    ra_dtype aux_dtype;       /* storage of ht, dh0, dg, dbeta */
+    unsigned faults;          /* planted defects (cpu/faults.h): 0 in every
+                                 registered row; tests make rows of their own */
+    ra_cpu_store store;       /* RA_CPU_CHUNK: dtype T, W, U (and, unless
+                                 state_store says otherwise, the per-chunk
+                                 states) are stored in (AUTO: bf16 when round
+                                 is BF16, else the arithmetic type) */
+    ra_cpu_store state_store; /* the per-chunk states alone (AUTO: as store) */
 } ra_cpu_gdn_cfg;
 
 /* Forward (o, ht) and backward (dq, dk, dv, dg, dbeta, dh0 when the case

@@ -31,13 +31,18 @@
 
 #define F16_MAX 65504.0
 
+/* Storage of T, W, U and of the chunk states; the last two rows put f16
+   on one of them only, to say which one overflows. */
 static const struct {
     const char *name;
-    ra_cpu_store store;
+    ra_cpu_store twu, state;
     const char *pclass; /* for the unit roundoff of the storage format */
-} stores[] = {{"f32", RA_CPU_STORE_F32, "f32"},
-              {"bf16", RA_CPU_STORE_BF16, "bf16"},
-              {"f16", RA_CPU_STORE_F16, "f16"}};
+} stores[] = {{"f32", RA_CPU_STORE_F32, RA_CPU_STORE_F32, "f32"},
+              {"bf16", RA_CPU_STORE_BF16, RA_CPU_STORE_BF16, "bf16"},
+              {"f16", RA_CPU_STORE_F16, RA_CPU_STORE_F16, "f16"},
+              {"f16-states", RA_CPU_STORE_F32, RA_CPU_STORE_F16, "f16"},
+              {"f16-TWU", RA_CPU_STORE_F16, RA_CPU_STORE_F32, "f16"}};
+#define NSTORE 5
 
 static const struct {
     const char *regime, *flags, *label;
@@ -131,12 +136,13 @@ ra_status ra_study_storage(ra_study_ctx *ctx, ra_study_report *rep)
         ra_points_free(p);
         RA_ERROR("storage study: gdn.cpu.chunk64.ieee is not registered", RA_ENOTFOUND);
     }
-    ra_cpu_gdn_cfg cfgs[3];
-    ra_variant rows[3];
-    char names[3][64];
-    for (int s = 0; s < 3; s++) {
+    ra_cpu_gdn_cfg cfgs[NSTORE];
+    ra_variant rows[NSTORE];
+    char names[NSTORE][64];
+    for (int s = 0; s < NSTORE; s++) {
         cfgs[s] = *base;
-        cfgs[s].store = stores[s].store;
+        cfgs[s].store = stores[s].twu;
+        cfgs[s].state_store = stores[s].state;
         snprintf(names[s], sizeof names[s], "gdn.cpu.chunk64.ieee+store.%s", stores[s].name);
         rows[s] = (ra_variant){names[s],
                                "gdn",
@@ -150,11 +156,16 @@ ra_status ra_study_storage(ra_study_ctx *ctx, ra_study_report *rep)
     }
     const int *Ts = ctx->quick ? lengths_q : lengths;
     ra_status st = RA_OK;
-    /* For the text: per case label, the first T at which f16 is non-finite
-       and the largest state; the worst finite errors by storage on default. */
-    int f16_bad_T[3] = {-1, -1, -1};
-    int64_t f16_bad_tok[3] = {-1, -1, -1};
-    double smax_at[3] = {0}, def_err[3] = {0}, other_bad[3] = {0};
+    /* For the text: per case and storage, the first T at which o is
+       non-finite and its first bad token; the largest state per case; the
+       errors by storage on the default regime. */
+    int bad_T[3][NSTORE];
+    int64_t bad_tok[3][NSTORE];
+    for (int c = 0; c < 3; c++)
+        for (int s = 0; s < NSTORE; s++)
+            bad_T[c][s] = -1, bad_tok[c][s] = -1;
+    double smax_at[3] = {0}, def_err[NSTORE] = {0};
+    int wide_bad = 0; /* f32 or bf16 storage non-finite anywhere */
     for (int c = 0; st == RA_OK && c < 3; c++)
         for (const int *T = Ts; st == RA_OK && *T; T++) {
             char shape[96];
@@ -166,17 +177,17 @@ ra_status ra_study_storage(ra_study_ctx *ctx, ra_study_report *rep)
                 break;
             const double smax = ref_state_max(&sc);
             smax_at[c] = fmax(smax_at[c], smax);
-            for (int s = 0; st == RA_OK && s < 3; s++) {
+            for (int s = 0; st == RA_OK && s < NSTORE; s++) {
                 int64_t bad;
                 double o_rel;
                 st = measure(p, ctx, &sc, &rows[s], cases[c].label, *T, stores[s].name,
                              ra_study_unit_roundoff(stores[s].pclass), smax, &bad, &o_rel);
                 if (st != RA_OK)
                     break;
-                if (s == 2 && bad >= 0 && f16_bad_T[c] < 0)
-                    f16_bad_T[c] = *T, f16_bad_tok[c] = bad;
-                if (s != 2 && !isfinite(o_rel))
-                    other_bad[c] = 1;
+                if (bad >= 0 && bad_T[c][s] < 0)
+                    bad_T[c][s] = *T, bad_tok[c][s] = bad;
+                if (s < 2 && !isfinite(o_rel))
+                    wide_bad = 1;
                 if (c == 0)
                     def_err[s] = fmax(def_err[s], o_rel);
             }
@@ -199,45 +210,64 @@ ra_status ra_study_storage(ra_study_ctx *ctx, ra_study_report *rep)
                 fprintf(stderr, "storage: %s T=%d done\n", cases[c].label, *T);
         }
     if (st == RA_OK) {
-        char where[256];
-        if (f16_bad_T[1] >= 0)
-            snprintf(
-                where, sizeof where,
-                "without h0 from T = %d (first non-finite o at token %lld, the state peaking at "
-                "%.3g)",
-                f16_bad_T[1], (long long)f16_bad_tok[1], smax_at[1]);
+        /* stores[]: 2 = f16 everywhere, 3 = f16 states only, 4 = f16 T, W, U only. */
+        char with_h0[160], without[256];
+        snprintf(with_h0, sizeof with_h0, "%s",
+                 bad_T[2][3] >= 0 ? "the f16 chunk states are inf from the first chunk"
+                                  : "the f16 chunk states stay finite");
+        if (bad_T[1][2] < 0)
+            snprintf(without, sizeof without,
+                     "without h0 nothing overflows (|ht| at the sampled T reaches %.3g)",
+                     smax_at[1]);
         else
-            snprintf(where, sizeof where,
-                     "not without h0 (the state peaks at %.3g, %s the f16 limit 65504)", smax_at[1],
-                     smax_at[1] > F16_MAX ? "above" : "below");
+            snprintf(without, sizeof without,
+                     "without h0 the first overflow is %s (f16 T, W, U alone non-finite %s%d, f16 "
+                     "states alone %s%d; |ht| at the sampled T reaches %.3g)",
+                     bad_T[1][4] >= 0 && (bad_T[1][3] < 0 || bad_T[1][4] <= bad_T[1][3])
+                         ? "U = T (beta v), a sum of several values near the f16 limit"
+                         : "the state",
+                     bad_T[1][4] >= 0 ? "from T = " : "never", bad_T[1][4] >= 0 ? bad_T[1][4] : 0,
+                     bad_T[1][3] >= 0 ? "from T = " : "never", bad_T[1][3] >= 0 ? bad_T[1][3] : 0,
+                     smax_at[1]);
         st = ra_report_headline(
             rep,
-            "f16 storage of the chunk states overflows to inf on large states (large-state regime: "
-            "with h0 %s, %s) while f32 and bf16 storage stay finite%s; on O(1) values f16 storage "
+            "f16 storage overflows to inf on large values while f32 and bf16 storage %s: in the "
+            "large-state regime with h0 (state up to %.3g) %s, and %s; on O(1) values f16 storage "
             "costs o rel_rms %.3g and bf16 %.3g against %.3g for f32, about their unit roundoffs "
             "2^-11 and 2^-8.",
-            f16_bad_T[2] >= 0 ? "from the first chunk" : "not at all", where,
-            other_bad[1] || other_bad[2] ? " (except where noted)" : "", def_err[2], def_err[1],
-            def_err[0]);
+            wide_bad ? "mostly stay finite (see the table)" : "stay finite", smax_at[2], with_h0,
+            without, def_err[2], def_err[1], def_err[0]);
     }
     if (st == RA_OK)
-        st = ra_report_printf(
-            rep,
-            "## Where f16 overflows\n\n"
-            "| case | largest max abs ht_ref | f16 o first non-finite at T | first bad token |\n"
-            "|---|---|---|---|\n");
-    for (int c = 0; st == RA_OK && c < 3; c++)
-        st = ra_report_printf(rep, "| %s | %.3g | %s%d | %lld |\n", cases[c].label, smax_at[c],
-                              f16_bad_T[c] < 0 ? "never; " : "",
-                              f16_bad_T[c] < 0 ? 0 : f16_bad_T[c], (long long)f16_bad_tok[c]);
+        st = ra_report_printf(rep, "## Where f16 overflows\n\n"
+                                   "First T of the sweep at which o is non-finite, and its first "
+                                   "bad token, by what is stored in f16 (\"never\": finite at "
+                                   "every T).\n\n"
+                                   "| case | largest max abs ht_ref | all f16 | f16 states only | "
+                                   "f16 T, W, U only |\n|---|---|---|---|---|\n");
+    for (int c = 0; st == RA_OK && c < 3; c++) {
+        char cell[3][48];
+        for (int s = 2; s < NSTORE; s++)
+            if (bad_T[c][s] < 0)
+                snprintf(cell[s - 2], sizeof cell[0], "never");
+            else
+                snprintf(cell[s - 2], sizeof cell[0], "T = %d (token %lld)", bad_T[c][s],
+                         (long long)bad_tok[c][s]);
+        st = ra_report_printf(rep, "| %s | %.3g | %s | %s | %s |\n", cases[c].label, smax_at[c],
+                              cell[0], cell[1], cell[2]);
+    }
     if (st == RA_OK)
         st = ra_report_printf(
             rep,
             "\nThe f16 limit is 65504: a stored value from 65520 up rounds to inf (the test "
             "special_tf32 of tests/t-tensor.c checks 65519 -> 65504, 65520 and 65536 -> inf).  A "
             "chunk-start state stored as inf makes every later o of that head non-finite (inf - "
-            "inf, 0 * inf in the products), so the first bad token is the first token of the chunk "
-            "after the state crossed the limit.  bf16 has the fp32 exponent range and never "
+            "inf, 0 * inf in the products); an inf anywhere in a chunk's U or W reaches every row "
+            "of "
+            "that chunk through the zero entries of the triangular products (0 * inf = NaN, as on "
+            "a "
+            "tensor core), so a bad token at the start of a chunk does not mean the overflow "
+            "happened there.  bf16 has the fp32 exponent range and never "
             "overflows here; it pays 3 more bits of mantissa loss than f16 instead.\n\n");
     static const char *const tcols[] = {
         "case",    "T",         "variant",           "storage",       "rel_rms",
