@@ -8,7 +8,8 @@
 # sigma_min^-L model of the reversal backward) within 15 %.
 . "${top_srcdir:-.}/tests/cli-lib.sh"
 
-expect_status 0 study --list && expect_grep out '^reversal ' "--list names reversal"
+expect_status 0 study --list && expect_grep out '^reversal ' "--list names reversal" &&
+    expect_grep out '^metric ' "--list names metric"
 expect_status 2 study && expect_grep err 'which study' "a name is required"
 expect_status 2 study nosuch && expect_grep err "unknown study 'nosuch'" "unknown study named"
 expect_status 2 study --list reversal
@@ -52,12 +53,34 @@ if expect_status 0 study reversal --quick --quiet --out q; then
     cat slope >&2
 fi
 
+# metric: the control passes every rule; a relative bias of 2^-8 on o is
+# invisible to cos (scale-invariant: cos(y, (1+e) y) = 1) and shows in
+# rel_rms as 2^-8 = 0.00390625 (plus the kernel's own ~1e-7 and the f32
+# rounding of the scaled values); TF32 in a kernel declared ieee fails the
+# ieee class gates (10x above fp32 roundoff) while fla's loose 2e-2 misses it.
+if expect_status 0 study metric --quick --quiet --out q; then
+    expect_grep q/metric.md '^\*\*Headline\.\*\* ' "metric headline first"
+    awk -F, '
+        NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { k = $c["defect"] "|" $c["rule"]; caught[k] = $c["caught"]; val[k] = $c["value"]
+          if ($c["defect"] == "control" && $c["caught"] != "no") { print "control caught by " $c["rule"]; bad = 1 } }
+        END {
+            if (caught["bias|cos >= 0.999 (Sana)"] != "no") { print "cos caught a bias"; bad = 1 }
+            v = val["bias|rel_rms <= 2e-3 (fla tight)"]
+            if (v < 0.00390625 - 1e-5 || v > 0.00390625 + 1e-5) { print "bias rel_rms " v; bad = 1 }
+            if (caught["tf32-as-ieee|recaudit gates (class ieee)"] != "yes") { print "gates missed tf32"; bad = 1 }
+            if (caught["tf32-as-ieee|rel_rms <= 2e-2 (fla loose)"] != "no") { print "loose fla caught tf32"; bad = 1 }
+            if (caught["dropped-term|recaudit gates (class ieee)"] != "yes") { print "gates missed the dropped term"; bad = 1 }
+            exit bad
+        }' q/metric.csv >m.out 2>&1 || { fail "metric study:"; cat m.out >&2; }
+fi
+
 # Without gnuplot the report and the CSV still stand, and say so.
 if expect_status 0 study reversal --quick --quiet --out nog --gnuplot none; then
     expect_grep nog/reversal.md '^_Plot skipped: plotting disabled' "skip said"
     test -s nog/reversal.csv || fail "CSV missing without gnuplot"
     test -e nog/reversal.svg && fail "an SVG without gnuplot"
 fi
-# The second run took its reference from the cache.
-expect_grep nog/reversal.md '^- References: 1 from the cache, 0 computed\.' "cache hit"
+# The second run took its references (scan and gdn) from the cache.
+expect_grep nog/reversal.md '^- References: 2 from the cache, 0 computed\.' "cache hit"
 finish

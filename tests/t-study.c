@@ -187,6 +187,14 @@ START_TEST(test_plot_data)
     ck_assert_int_eq(made, 1);
     const char *s = slurp(svg);
     tu_has(s, "<svg", "it's", "name=z");
+    /* a categorical axis: the text column labels the x tics */
+    ra_plot cat = {.x = "L", .y = {"err"}, .xtic = "name", .logy = 1};
+    ck_assert_int_eq(ra_points_plot(&made, why, sizeof why, p, &cat, svg, prog), RA_OK);
+    ck_assert_int_eq(made, 1);
+    tu_has(slurp(svg), "<svg", ">a,b<", ">z<");
+    ra_plot badx = {.x = "L", .y = {"err"}, .xtic = "nope"};
+    tu_expect_error(ra_points_plot(&made, why, sizeof why, p, &badx, svg, prog), RA_ENOTFOUND,
+                    "no x tic column 'nope'");
     ra_points_free(p);
 }
 END_TEST

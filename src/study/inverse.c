@@ -219,8 +219,8 @@ static ra_status op_errors(ra_points *p, ra_study_ctx *ctx, const ra_study_case 
 {
     const int bf = precs[ip].round == RA_CPU_ROUND_BF16;
     const ra_cpu_gdn_cfg cfg = {
-        RA_CPU_CHUNK,          0,      n, precs[ip].round,   invs[iv].inv,
-        bf ? RA_BF16 : RA_F32, RA_F32, 0, RA_CPU_STORE_AUTO, RA_CPU_STORE_AUTO};
+        RA_CPU_CHUNK, 0, n, precs[ip].round,   invs[iv].inv,     bf ? RA_BF16 : RA_F32,
+        RA_F32,       0, 0, RA_CPU_STORE_AUTO, RA_CPU_STORE_AUTO};
     char name[96];
     snprintf(name, sizeof name, "gdn.cpu.chunk%d.%s.%s(study)", n, precs[ip].name, invs[iv].name);
     const ra_variant v = {name,

@@ -1,7 +1,8 @@
 # Error-growth studies (`recaudit study NAME`): the framework and one file per study.
 librecaudit_a_SOURCES += src/study/study.h src/study/studies.h src/study/studies.c \
 	src/study/points.c src/study/plot.c src/study/report.c src/study/case.c
-librecaudit_a_SOURCES += src/study/reversal.h src/study/reversal.c
+librecaudit_a_SOURCES += src/study/reversal.h src/study/reversal.c src/study/reversal_gdn.c
+librecaudit_a_SOURCES += src/study/metric.c
 librecaudit_a_SOURCES += src/study/prec.h src/study/prec.c src/study/dot.c src/study/inverse.c \
 	src/study/length.c src/study/storage.c
 recaudit_SOURCES += src/cli/cmd_study.c
@@ -18,7 +19,9 @@ EXTRA_DIST += tests/study-cli.sh reports/README.md
 
 # `make reports`: regenerate the CPU studies' reports under reports/ in the
 # source tree (references from $RECAUDIT_CACHE, else ~/.cache/recaudit).
-STUDIES_CPU = reversal dot inverse length storage
+STUDIES_CPU = reversal
+STUDIES_CPU += metric
+STUDIES_CPU += dot inverse length storage
 reports: recaudit$(EXEEXT)
 	@set -e; commit=$$(git -C $(top_srcdir) describe --always --dirty --abbrev=7 2>/dev/null || echo unknown); \
 	for s in $(STUDIES_CPU); do \

@@ -141,6 +141,8 @@ static ra_status check_spec(const ra_points *p, const ra_plot *s)
             RA_ERRORF(RA_ENOTFOUND, "plot: no column '%s'", s->model[i]);
     if (s->panel && ra_points_col(p, s->panel) < 0)
         RA_ERRORF(RA_ENOTFOUND, "plot: no panel column '%s'", s->panel);
+    if (s->xtic && ra_points_col(p, s->xtic) < 0)
+        RA_ERRORF(RA_ENOTFOUND, "plot: no x tic column '%s'", s->xtic);
     return RA_OK;
 }
 
@@ -151,7 +153,8 @@ static ra_status write_files(const ra_points *p, const ra_plot *s, const char *d
     keys panels = {0}, series = {0};
     char key[512];
     ra_status st = RA_OK;
-    int px = ra_points_col(p, s->panel), xc = ra_points_col(p, s->x);
+    int px = ra_points_col(p, s->panel), xc = ra_points_col(p, s->x),
+        xt = ra_points_col(p, s->xtic);
     for (size_t r = 0; st == RA_OK && r < ra_points_nrows(p); r++) {
         st = keys_add(&panels, s->panel ? ra_points_text(p, r, px) : "");
         series_key(key, sizeof key, p, r, s->series);
@@ -171,11 +174,16 @@ static ra_status write_files(const ra_points *p, const ra_plot *s, const char *d
             rows * 420);
     fputs("set output ", fg);
     put_quoted(fg, svg);
-    fputs("\nset key outside right top vertical font ',9'\nset grid\n", fg);
-    if (s->logx)
-        fputs("set logscale x 2\n", fg);
+    /* one panel: the key beside the plot; several: inside each panel */
+    fputs(np > 1 ? "\nset key inside left top opaque font ',9'\nset grid\n"
+                 : "\nset key outside bottom center horizontal maxrows 3 font ',9'\nset grid\n",
+          fg);
+    if (s->logx) /* a tic every factor 4, so long power-of-2 grids stay legible */
+        fputs("set logscale x 2\nset xtics 4\n", fg);
     if (s->logy)
         fputs("set logscale y\nset format y '%.0e'\n", fg);
+    if (s->xtic)
+        fputs("set xtics rotate by -20\n", fg);
     if (s->xlabel)
         fputs("set xlabel ", fg), put_quoted(fg, s->xlabel), fputc('\n', fg);
     if (s->ylabel)
@@ -209,7 +217,14 @@ static ra_status write_files(const ra_points *p, const ra_plot *s, const char *d
                         if (!ra_points_num(&x, p, r, xc) || !ra_points_num(&y, p, r, yc) ||
                             !usable(x, s->logx) || !usable(y, s->logy))
                             continue;
-                        fprintf(fd, "%.17g %.17g\n", x, y);
+                        fprintf(fd, "%.17g %.17g", x, y);
+                        if (s->xtic) { /* a quoted label: no '"' inside */
+                            fputs(" \"", fd);
+                            for (const char *c = ra_points_text(p, r, xt); *c; c++)
+                                fputc(*c == '"' || *c == '\n' ? ' ' : *c, fd);
+                            fputc('"', fd);
+                        }
+                        fputc('\n', fd);
                         npts++;
                     }
                     if (npts == 0)
@@ -222,8 +237,9 @@ static ra_status write_files(const ra_points *p, const ra_plot *s, const char *d
                     fputs(first ? "plot " : ", \\\n     ", fg);
                     first = 0;
                     put_quoted(fg, dat);
-                    fprintf(fg, " index %ld using 1:2 with %s lc %zu dt %d title ", block,
-                            kind ? "lines" : "linespoints", is + 1, kind ? 2 : 1);
+                    fprintf(fg, " index %ld using 1:2%s with %s lc %zu dt %d title ", block,
+                            s->xtic ? ":xtic(3)" : "", kind ? "lines" : "linespoints", is + 1,
+                            kind ? 2 : 1);
                     put_quoted(fg, title[0] ? title : ys[iy]);
                     block++;
                 }

@@ -26,7 +26,8 @@
  * L <= 32, T = 64.
  *
  * The gdn part (reversal_gdn.c) does the same for the gated delta rule's
- * sequential fp32 backward (gdn.cpu.f32.reversal).
+ * sequential fp32 backward (gdn.cpu.f32.reversal).  One points table holds
+ * both parts (op, regime and panel tell them apart).
  */
 
 #include "study/reversal.h"
@@ -81,7 +82,9 @@ ra_status ra_reversal_close(ra_points *p, ra_reversal_group *g)
             !ra_points_num(&L, p, r, cl))
             continue;
         const int use = isfinite(e) && e >= 10 * g->floor;
-        RA_TRY(ra_points_put_num(p, r, "model", g->floor * pow(10, g->predict * (L - 1))));
+        const double model = g->floor * pow(10, g->predict * (L - 1));
+        if (model <= 3.4e38) /* past fp32's range the model says nothing measurable */
+            RA_TRY(ra_points_put_num(p, r, "model", model));
         RA_TRY(ra_points_put_text(p, r, "in_fit", use ? "yes" : "no"));
         if (!g->seed_L && !(e < RA_REVERSAL_SEED_FIGURE))
             g->seed_L = L;
@@ -100,6 +103,14 @@ ra_status ra_reversal_close(ra_points *p, ra_reversal_group *g)
     }
     g->fit.n = n;
     return RA_OK;
+}
+
+void ra_reversal_fmt_model(char *buf, size_t len, double model)
+{
+    if (isnan(model))
+        snprintf(buf, len, "> 3.4e38");
+    else
+        snprintf(buf, len, "%.2e", model);
 }
 
 /* One run: metrics of the state-reading tensor, max_rel of the control. */
@@ -196,8 +207,10 @@ static ra_status group_table(ra_study_report *rep, const ra_points *p, const ra_
                 ra_points_num(&ctl, p, q, cc);
             }
         }
-        RA_TRY(ra_report_printf(rep, "| %g | %.2e | %.2e | %.2e | %.2e | %.2e |\n", L, v[0], v[1],
-                                v[2], mod, ctl));
+        char mtxt[32];
+        ra_reversal_fmt_model(mtxt, sizeof mtxt, mod);
+        RA_TRY(ra_report_printf(rep, "| %g | %.2e | %.2e | %.2e | %s | %.2e |\n", L, v[0], v[1],
+                                v[2], mtxt, ctl));
     }
     return RA_OK;
 }
@@ -226,6 +239,63 @@ static ra_status fit_table(ra_study_report *rep, const ra_reversal_group *g, siz
         else
             RA_TRY(ra_report_printf(rep, "| %s %s | %.4f | - | - | - | - | %zu | %s | %s |\n",
                                     g[i].op, g[i].regime, g[i].predict, g[i].fit.n, seedL, fitL));
+    }
+    return ra_report_printf(rep, "\n");
+}
+
+/* Why a group's fit is missing or off: too little growth above the
+   floor, non-finite errors (fp32 overflow of the recovered states). */
+ra_status ra_reversal_notes(ra_study_report *rep, const ra_points *p, const ra_reversal_group *g,
+                            size_t n)
+{
+    int cm = ra_points_col(p, "max_rel"), cl = ra_points_col(p, "L"),
+        cb = ra_points_col(p, "backward");
+    for (size_t i = 0; i < n; i++) {
+        double Lnan = 0, Lmax = 0, e1 = NAN, e2 = NAN, L1 = 0, L2 = 0;
+        for (size_t r = g[i].first; r < g[i].last; r++) {
+            double e, L;
+            if (strcmp(ra_points_text(p, r, cb), "reversal") != 0 || !ra_points_num(&e, p, r, cm) ||
+                !ra_points_num(&L, p, r, cl))
+                continue;
+            if (L > Lmax)
+                Lmax = L;
+            if (!isfinite(e)) {
+                if (!Lnan)
+                    Lnan = L;
+            } else {
+                e1 = e2, L1 = L2;
+                e2 = e, L2 = L;
+            }
+        }
+        if (Lnan)
+            RA_TRY(ra_report_printf(rep,
+                                    "- %s %s: from L = %g the error is not finite: the "
+                                    "recovered states overflow fp32 (an error of floor * "
+                                    "10^(%.3g (L-1)) times the state's size passes 3.4e38), "
+                                    "and inf - inf gives NaN; those points are outside the fit.\n",
+                                    g[i].op, g[i].regime, Lnan, g[i].predict));
+        if (!g[i].fitted) {
+            RA_TRY(ra_report_printf(
+                rep,
+                "- %s %s: no fit: the model's amplification over the longest span, "
+                "10^(%.3g x %g) = %.3g, leaves fewer than two points 10x above the floor "
+                "(the forward's own roundoff, %.2e), so the growth is not clean",
+                g[i].op, g[i].regime, g[i].predict, Lmax - 1, pow(10, g[i].predict * (Lmax - 1)),
+                g[i].floor));
+            if (isfinite(e1) && isfinite(e2) && e1 > 0 && e2 > e1)
+                RA_TRY(ra_report_printf(rep,
+                                        "; the slope between the two longest spans (L = %g, "
+                                        "%g) is %.4f against %.4f (ratio %.2f), indicative only",
+                                        L1, L2, (log10(e2) - log10(e1)) / (L2 - L1), g[i].predict,
+                                        (log10(e2) - log10(e1)) / (L2 - L1) / g[i].predict));
+            RA_TRY(ra_report_printf(rep, ".\n"));
+        } else if (isfinite(g[i].gamma) && fabs(g[i].fit.slope / g[i].predict - 1) > 0.1) {
+            RA_TRY(ra_report_printf(rep,
+                                    "- %s %s: the fitted slope is %.0f%% off the model's: see "
+                                    "the table of every span.\n",
+                                    g[i].op, g[i].regime,
+                                    100 * fabs(g[i].fit.slope / g[i].predict - 1)));
+        }
     }
     return ra_report_printf(rep, "\n");
 }
@@ -265,6 +335,7 @@ ra_status ra_reversal_scan(ra_study_ctx *ctx, ra_study_report *rep, ra_points *p
         "with a finite error at least 10x the store backward's.\n",
         shape));
     RA_TRY(fit_table(rep, groups + *ngroups - ng, ng, "-log10(gamma)"));
+    RA_TRY(ra_reversal_notes(rep, p, groups + *ngroups - ng, ng));
     RA_TRY(ra_report_printf(rep, "### Every span\n"));
     for (size_t i = *ngroups - ng; i < *ngroups; i++)
         RA_TRY(group_table(rep, p, &groups[i], "dA", "dBm"));
@@ -278,6 +349,8 @@ ra_status ra_study_reversal(ra_study_ctx *ctx, ra_study_report *rep)
     ra_reversal_group groups[16];
     size_t ng = 0;
     ra_status st = ra_reversal_scan(ctx, rep, p, groups, &ng);
+    if (st == RA_OK)
+        st = ra_reversal_gdn(ctx, rep, p, groups, &ng);
     if (st != RA_OK) {
         ra_points_free(p);
         return st;
@@ -285,30 +358,54 @@ ra_status ra_study_reversal(ra_study_ctx *ctx, ra_study_report *rep)
     /* headline: the scan fits, the seed's figure */
     char fits[512] = "";
     size_t used = 0;
-    const ra_reversal_group *seed = NULL;
+    const ra_reversal_group *seed = NULL; /* the scan group reaching 9.3e19 at the smallest L */
     for (size_t i = 0; i < ng; i++) {
         const ra_reversal_group *g = &groups[i];
-        if (!seed && g->seed_L && strcmp(g->op, "scan.affine") == 0)
+        if (strcmp(g->op, "scan.affine") != 0)
+            continue;
+        if (g->seed_L && (!seed || g->seed_L < seed->seed_L))
             seed = g;
-        int w = g->fitted ? snprintf(fits + used, sizeof fits - used, "%sgamma %g: %.4f vs %.4f",
-                                     used ? "; " : "", g->gamma, g->fit.slope, g->predict)
-                          : snprintf(fits + used, sizeof fits - used, "%sgamma %g: no clean growth",
-                                     used ? "; " : "", g->gamma);
+        int w = g->fitted
+                    ? snprintf(fits + used, sizeof fits - used, "%sgamma %g: %.4f vs %.4f",
+                               used ? "; " : "", g->gamma, g->fit.slope, g->predict)
+                    : snprintf(fits + used, sizeof fits - used,
+                               "%sgamma %g: growth too small to fit", used ? "; " : "", g->gamma);
         if (w > 0 && (size_t)w < sizeof fits - used)
             used += (size_t)w;
     }
     char seedtxt[200];
-    if (seed)
+    if (seed && seed->fitted)
         snprintf(seedtxt, sizeof seedtxt,
-                 "the seed's 9.3e19 is reached (first at gamma %g, L = %g)", seed->gamma,
-                 seed->seed_L);
+                 "the seed's 9.3e19 is reproduced: passed at gamma %g by L = %g (the fit "
+                 "crosses it at L = %.0f)",
+                 seed->gamma, seed->seed_L,
+                 (log10(RA_REVERSAL_SEED_FIGURE) - seed->fit.intercept) / seed->fit.slope);
+    else if (seed)
+        snprintf(seedtxt, sizeof seedtxt, "the seed's 9.3e19 is passed at gamma %g by L = %g",
+                 seed->gamma, seed->seed_L);
     else
         snprintf(seedtxt, sizeof seedtxt, "the seed's 9.3e19 is not reached on this grid");
+    /* the gdn groups: slope against the bound */
+    char gdn[512] = "";
+    used = 0;
+    for (size_t i = 0; i < ng; i++) {
+        const ra_reversal_group *g = &groups[i];
+        if (strcmp(g->op, "gdn") != 0)
+            continue;
+        int w = g->fitted ? snprintf(gdn + used, sizeof gdn - used, "%s%s %.3g (bound %.3g)",
+                                     used ? ", " : "", g->regime, g->fit.slope, g->predict)
+                          : snprintf(gdn + used, sizeof gdn - used, "%s%s too few clean points",
+                                     used ? ", " : "", g->regime);
+        if (w > 0 && (size_t)w < sizeof gdn - used)
+            used += (size_t)w;
+    }
     st = ra_report_headline(rep,
-                            "The reversal backward's dA error grows as gamma^-L, as seed 002 "
-                            "says: fitted log10 slope per step vs -log10(gamma) (%s); %s, while "
-                            "store and recompute stay at fp32 roundoff.",
-                            fits, seedtxt);
+                            "The reversal backward's error grows as gamma^-L, as seed 002 "
+                            "says: fitted log10 slope per step against -log10(gamma): %s; %s, "
+                            "while store and recompute stay at fp32 roundoff.  gdn's reversal "
+                            "backward (gdn.cpu.f32.reversal) grows the same way, slope per "
+                            "token %s.",
+                            fits, seedtxt, gdn[0] ? gdn : "not measured");
     ra_plot plot = {.title = "reversal: backward error against the span L",
                     .x = "L",
                     .xlabel = "reversal span L (steps walked back <= L-1)",

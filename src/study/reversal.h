@@ -35,6 +35,15 @@ ra_status ra_reversal_point(ra_points *p, const ra_reversal_group *g, int L, con
    1))) and in_fit of those rows, and the seed-figure crossing. */
 ra_status ra_reversal_close(ra_points *p, ra_reversal_group *g);
 
+/* The model column of a table: "%.2e", or "> 3.4e38" where the model
+   passed fp32's range and was left empty. */
+void ra_reversal_fmt_model(char *buf, size_t len, double model);
+
+/* Bullet notes on groups [0, n) whose fit is missing, off by > 10 %, or
+   whose errors went non-finite. */
+ra_status ra_reversal_notes(ra_study_report *rep, const ra_points *p, const ra_reversal_group *g,
+                            size_t n);
+
 ra_status ra_reversal_scan(ra_study_ctx *ctx, ra_study_report *rep, ra_points *p,
                            ra_reversal_group *groups, size_t *ngroups);
 ra_status ra_reversal_gdn(ra_study_ctx *ctx, ra_study_report *rep, ra_points *p,

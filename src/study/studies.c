@@ -17,6 +17,10 @@ const ra_study ra_studies[] = {
      "scan.affine under rotation:GAMMA and gdn: backward error against the reversal span L, "
      "fitted growth vs -log10(gamma)",
      ra_study_reversal},
+    {"metric", "Metric: which acceptance rule catches which planted defect",
+     "planted defects (1% element, 2^-8 bias, dropped gradient term, TF32 as IEEE) against "
+     "cos, rel_rms, atol and recaudit's class gates",
+     ra_study_metric},
     /* the precision studies: dot, inverse, length, storage */
     {"dot", "Dot: operand precision IEEE, TF32, 3xTF32, bf16 against the unit-roundoff model",
      "scan.affine at k = 1..16 (seed 002 inputs) and chunked gdn at K = 32..128: max_rel against "

@@ -96,6 +96,7 @@ typedef struct ra_plot {
     const char *series;               /* comma-separated columns, NULL: one line */
     const char *panel;                /* column, NULL: one panel */
     int logx, logy;
+    const char *xtic; /* text column labelling the x tics (a categorical axis), NULL: none */
 } ra_plot;
 
 /* Writes svg_path with gnuplot: *made = 1 when the plot was written;
