@@ -240,13 +240,16 @@ static ra_status write_text(ra_study_report *rep, const worst *w, size_t nw, con
     RA_TRY(ra_report_headline(
         rep,
         "TF32 operands put the error at the 2^-11 model: worst max_rel %.3g = 2^%.1f on the affine "
-        "scan (seed 002 inputs, %s at %d) and %.3g = 2^%.1f on chunked gdn, while IEEE rows stay "
+        "scan (seed 002 inputs, %s sweep at %s = %d) and %.3g = 2^%.1f on chunked gdn, while IEEE "
+        "rows stay "
         "at "
         "fp32 roundoff (%.1f u on the scan, %.1f u on gdn, u = 2^-24: 2^%.0f below TF32) and "
         "3xTF32 "
         "matches IEEE%s.",
-        tf_scan, ra_study_log2(tf_scan), tf_scan_sweep, tf_scan_x, tf_gdn, ra_study_log2(tf_gdn),
-        ie_scan / 0x1p-24, ie_gdn / 0x1p-24, ra_study_log2(tf_gdn / ie_gdn), tail));
+        tf_scan, ra_study_log2(tf_scan), tf_scan_sweep,
+        strchr(tf_scan_sweep, '-') ? strchr(tf_scan_sweep, '-') + 1 : "x", tf_scan_x, tf_gdn,
+        ra_study_log2(tf_gdn), ie_scan / 0x1p-24, ie_gdn / 0x1p-24, ra_study_log2(tf_gdn / ie_gdn),
+        tail));
     RA_TRY(ra_report_printf(
         rep, "## Against the model\n\nFor each row and sweep: the worst max_rel of the primary "
              "output (Bbar, o) over the sweep, its ratio to the unit roundoff u of the declared "
