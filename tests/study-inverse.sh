@@ -13,7 +13,7 @@
 
 if expect_status 0 study inverse --quick --quiet --out q; then
     test -s q/inverse.md || fail "inverse.md missing"
-    expect_grep q/inverse.md '^\*\*Headline\.\*\* .*stays bounded' "headline first"
+    expect_grep q/inverse.md '^\*\*Headline\.\*\* .*stays O(1)' "headline first"
     expect_grep q/inverse.md 'wall time [0-9.]* s' "wall time"
     awk -F, '
         NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
