@@ -55,9 +55,11 @@ static const char length_notes[] =
     "- With the default decay the memory is a few tokens: each output sees the roundings of "
     "a bounded window, so the error cannot grow with T (p near 0); the fit then only measures "
     "sampling noise.\n"
-    "- With near-unit decay (memory about 1000 tokens) the state carries roundings from about "
-    "1/|g| steps: the error grows while T is below that memory and levels off beyond it, so a "
-    "single exponent over the whole range understates the early growth.\n"
+    "- With near-unit decay (memory about 1/|g| = 1000 tokens) the state carries the roundings "
+    "of about 1000 steps, but also the signal of those steps: rel_rms measures the error against "
+    "the size of o, and both grow with the memory alike, so the relative error moves little with "
+    "T once T passes a few chunks (a fit near 0 here means no growth beyond the first T, not "
+    "that accumulation is absent).  A random walk in the relative error would show p = 1/2.\n"
     "- The sequential f32 row (the usual naive reference) rounds the state every step; the "
     "chunked rows carry it across chunks in fp32 as well, with T/C state updates instead of "
     "T.\n\n";
@@ -197,8 +199,9 @@ ra_status ra_study_length(ra_study_ctx *ctx, ra_study_report *rep)
             "Error growth with T is %s: the fitted exponents of rel_rms(o) against T = %d ... %d "
             "lie in [%.2f, %.2f] with the default decay and in [%.2f, %.2f] with near-unit decay "
             "(largest: %s, %.2f)%s.",
-            fmax(slope_max[0], slope_max[1]) < 0.75 ? "at most random-walk"
-                                                    : "linear for some rows",
+            fmax(slope_max[0], slope_max[1]) < 0.25   ? "flat for every variant"
+            : fmax(slope_max[0], slope_max[1]) < 0.75 ? "at most random-walk (T^1/2)"
+                                                      : "linear for some rows",
             Ts[0], Tlast, slope_min[0], slope_max[0], slope_min[1], slope_max[1], smax_var[1],
             slope_max[1],
             fmax(slope_max[0], slope_max[1]) < 0.75 ? ", none close to linear growth" : "");
