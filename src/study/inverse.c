@@ -391,8 +391,9 @@ ra_status ra_study_inverse(ra_study_ctx *ctx, ra_study_report *rep)
         char past[160] = "";
         if (!(g_last < FLT_MAX))
             snprintf(past, sizeof past,
-                     " (past the fp32 range: T is inf in every kernel there; errors below are over "
-                     "chunks up to %d)",
+                     " (past the fp32 range: T is inf in every kernel there, so the T errors that "
+                     "follow "
+                     "are over chunks up to %d)",
                      n_fit);
         st = ra_report_headline(
             rep,
