@@ -28,7 +28,8 @@ if expect_status 0 study reversal --quick --quiet --out q; then
     # of this table holds a comma or a quote)
     awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad || NR < 10 }' q/reversal.csv ||
         fail "reversal.csv: ragged or short"
-    if command -v gnuplot >/dev/null 2>&1; then
+    gp=${RECAUDIT_GNUPLOT:-gnuplot}
+    if test "$gp" != none && command -v "$gp" >/dev/null 2>&1; then
         grep -q '<svg' q/reversal.svg 2>/dev/null || fail "gnuplot present but no SVG"
         expect_grep q/reversal.md '](reversal.svg)' "plot linked"
     fi

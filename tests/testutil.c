@@ -324,7 +324,6 @@ const char *const tu_cpu_variants[] = {"gdn.cpu.f64",
                                        "gdn.cpu.chunk128.tf32.schur",
                                        "gdn.cpu.chunk128.bf16.schur",
                                        "gdn.cpu.chunk64.tf32x3",
-                                       "gdn.cpu.f32.reversal",
                                        NULL};
 
 const char *const tu_cpu_scan_variants[] = {"scan.cpu.linear.f32",

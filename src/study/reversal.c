@@ -403,8 +403,9 @@ ra_status ra_study_reversal(ra_study_ctx *ctx, ra_study_report *rep)
                             "The reversal backward's error grows as gamma^-L, as seed 002 "
                             "says: fitted log10 slope per step against -log10(gamma): %s; %s, "
                             "while store and recompute stay at fp32 roundoff.  gdn's reversal "
-                            "backward (gdn.cpu.f32.reversal) grows the same way, slope per "
-                            "token %s.",
+                            "backward (gdn.cpu.f32.reversal) also grows exponentially in L, "
+                            "at or below the bound of its mean per-token gain (fitted log10 "
+                            "slope per token: %s).",
                             fits, seedtxt, gdn[0] ? gdn : "not measured");
     ra_plot plot = {.title = "reversal: backward error against the span L",
                     .x = "L",
