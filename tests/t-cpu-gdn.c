@@ -614,6 +614,96 @@ START_TEST(regress_threads)
 }
 END_TEST
 
+/*
+ * The storage knob (cfg->store) on its own: T, W, U and the chunk-start
+ * states rounded to f16 (u = 2^-11) or bf16 (u = 2^-8) while the operands
+ * stay IEEE.  Against the f32-storage run of the same configuration the
+ * output o must move by about the storage format's unit roundoff: f16 in
+ * (2^-16, 2^-7), bf16 in (2^-12, 2^-4), and bf16 at least 4x above f16
+ * (3 bits fewer).  AUTO on the bf16 row is bit-identical to explicit bf16
+ * storage, and f32 storage on the bf16 row differs (the knob is really
+ * independent of the operand rounding).  With h0 scaled by 2^17 the
+ * stored chunk-start state exceeds 65504: f16 storage turns it into inf
+ * (o non-finite) while f32 storage stays finite, and f16 states alone do
+ * the same while f16 T, W, U alone (O(1) values) do not.  Double arithmetic
+ * refuses a bf16/f16 storage.
+ */
+START_TEST(random_storage)
+{
+    ra_case c;
+    make_case(&c, &(gen){1, 256, 1, 2, 32, 32, RA_F32, 1, 1, 0, 43, 1});
+    ra_cpu_gdn_cfg cf = *ra_cpu_gdn_variant_cfg("gdn.cpu.chunk64.ieee");
+    result r32, r16, rb;
+    cf.store = RA_CPU_STORE_F32;
+    run_cfg(&r32, &cf, &c, 0, 1);
+    cf.store = RA_CPU_STORE_F16;
+    run_cfg(&r16, &cf, &c, 0, 1);
+    cf.store = RA_CPU_STORE_BF16;
+    run_cfg(&rb, &cf, &c, 0, 1);
+    double e16 = rel_rms(tu_tensor(&r16.f, "o"), tu_tensor(&r32.f, "o"));
+    double eb = rel_rms(tu_tensor(&rb.f, "o"), tu_tensor(&r32.f, "o"));
+    if (getenv("RA_TEST_VERBOSE"))
+        fprintf(stderr, "storage: f16 %.3g  bf16 %.3g (o rel_rms against f32 storage)\n", e16, eb);
+    ck_assert_msg(e16 > 0x1p-16 && e16 < 0x1p-7, "f16 storage: %g", e16);
+    ck_assert_msg(eb > 0x1p-12 && eb < 0x1p-4, "bf16 storage: %g", eb);
+    ck_assert_msg(eb > 4 * e16, "bf16 %g not above f16 %g", eb, e16);
+    result_clear(&r32), result_clear(&r16), result_clear(&rb);
+
+    ra_cpu_gdn_cfg bcfg = *ra_cpu_gdn_variant_cfg("gdn.cpu.chunk64.bf16");
+    result auto_, expl, f32s;
+    run_cfg(&auto_, &bcfg, &c, 0, 1);
+    bcfg.store = RA_CPU_STORE_BF16;
+    run_cfg(&expl, &bcfg, &c, 0, 1);
+    bcfg.store = RA_CPU_STORE_F32;
+    run_cfg(&f32s, &bcfg, &c, 0, 1);
+    ck_assert(identical(tu_tensor(&auto_.f, "o"), tu_tensor(&expl.f, "o")));
+    ck_assert(!identical(tu_tensor(&auto_.f, "o"), tu_tensor(&f32s.f, "o")));
+    result_clear(&auto_), result_clear(&expl), result_clear(&f32s);
+
+    ra_tensor *h0 = tu_t(&c, "h0");
+    for (int64_t i = 0; i < h0->numel; i++)
+        ra_tensor_set(h0, i, ra_tensor_get(h0, i) * 0x1p17);
+    cf.store = RA_CPU_STORE_F32;
+    run_cfg(&r32, &cf, &c, 0, 1);
+    cf.store = RA_CPU_STORE_F16;
+    run_cfg(&r16, &cf, &c, 0, 1);
+    const ra_tensor *o32 = tu_tensor(&r32.f, "o"), *o16 = tu_tensor(&r16.f, "o");
+    int64_t bad32 = 0, bad16 = 0;
+    for (int64_t i = 0; i < o32->numel; i++) {
+        bad32 += !isfinite(ra_tensor_get(o32, i));
+        bad16 += !isfinite(ra_tensor_get(o16, i));
+    }
+    ck_assert_msg(bad32 == 0 && bad16 > 0, "large state: f32 %lld, f16 %lld non-finite",
+                  (long long)bad32, (long long)bad16);
+    result_clear(&r32), result_clear(&r16);
+    /* The two storages are separate: f16 states alone overflow (h0 is
+       beyond 65504), f16 T, W, U alone do not (v, beta, k are O(1)). */
+    cf.store = RA_CPU_STORE_F32, cf.state_store = RA_CPU_STORE_F16;
+    run_cfg(&r16, &cf, &c, 0, 1);
+    cf.store = RA_CPU_STORE_F16, cf.state_store = RA_CPU_STORE_F32;
+    run_cfg(&r32, &cf, &c, 0, 1);
+    bad32 = bad16 = 0;
+    for (int64_t i = 0; i < tu_tensor(&r16.f, "o")->numel; i++) {
+        bad16 += !isfinite(ra_tensor_get(tu_tensor(&r16.f, "o"), i));
+        bad32 += !isfinite(ra_tensor_get(tu_tensor(&r32.f, "o"), i));
+    }
+    ck_assert_msg(bad16 > 0 && bad32 == 0, "f16 states only %lld, f16 T/W/U only %lld non-finite",
+                  (long long)bad16, (long long)bad32);
+    result_clear(&r32), result_clear(&r16);
+    cf.state_store = RA_CPU_STORE_AUTO;
+
+    ra_error_handler_t *old = ra_set_error_handler(tu_handler);
+    ra_cpu_gdn_cfg d = chunk_f64(64, RA_CPU_INV_FWDSUBST);
+    d.store = RA_CPU_STORE_F16;
+    ra_tensors out;
+    ra_tensors_init(&out);
+    ck_assert_int_eq(ra_cpu_gdn_forward(&d, &c, &out, NULL), RA_EINVAL);
+    ra_set_error_handler(old);
+    ra_tensors_clear(&out);
+    ra_case_clear(&c);
+}
+END_TEST
+
 /* ------------------------------------------------------------- the reversal backward */
 
 /* Largest max_rel over the gradients of cfg against the f64 sequential. */
@@ -697,7 +787,8 @@ static Suite *suite(void)
     Suite *s = suite_create("cpu-gdn");
     tu_tcase(s, "special", NULL, NULL, special_beta0, special_t1, special_overwrite);
     tu_tcase(s, "data", NULL, NULL, data_chunk_f64_vs_seq, data_fd_f64);
-    tu_tcase(s, "random", NULL, NULL, random_rounding, random_tf32x3, random_inverse);
+    tu_tcase(s, "random", NULL, NULL, random_rounding, random_tf32x3, random_inverse,
+             random_storage);
     tu_tcase(s, "regress", NULL, NULL, regress_threads, regress_reversal);
     return s;
 }

@@ -148,6 +148,53 @@ START_TEST(special_tf32_under_ieee_name)
 }
 END_TEST
 
+/* rel_rms of one variant's tensor from its gated rows. */
+static double row_rel_rms(const ra_rows *rows, const char *variant, const char *tensor)
+{
+    for (size_t i = 0; i < rows->n; i++)
+        if (strcmp(rows->v[i].variant, variant) == 0 &&
+            strcmp(rows->v[i].tensor, tensor) == 0 && rows->v[i].has_metrics)
+            return rows->v[i].m.rel_rms;
+    ck_abort_msg("no metrics for %s %s", variant, tensor);
+    return 0;
+}
+
+START_TEST(special_operand_precision)
+{
+    /* The operand formats ordered by their unit roundoff, on the seed's
+       k = 16 inputs against the certified reference: 3xTF32 splits each
+       operand into two TF32 halves (product error ~3*2^-22) and must stay
+       within 4x of IEEE fp32; TF32 (2^-11) at least 100x above 3xTF32;
+       bf16 (2^-8, 8x TF32's) at least 3x above TF32.  Every row passes its
+       own class's gates. */
+    ra_case_spec id;
+    spec(&id, "scan.affine", "B=1,T=32,N=2,k=16,v=8", "default", 7);
+    const char *names[4] = {"scan.cpu.affine.ieee.store", "scan.cpu.affine.tf32x3.store",
+                            "scan.cpu.affine.tf32.store", "scan.cpu.affine.bf16.store"};
+    const ra_variant *vs[4];
+    for (int i = 0; i < 4; i++)
+        vs[i] = row(names[i]);
+    ra_rows rows;
+    audit(&rows, vs, 4, &id);
+    ck_assert_msg(rows.failed == 0 && rows.passed == 32, "%zu pass %zu fail", rows.passed,
+                  rows.failed);
+    static const char *const tensors[4] = {"Abar", "Bbar", "dA", "dBm"};
+    for (int t = 0; t < 4; t++) {
+        double e[4];
+        for (int i = 0; i < 4; i++)
+            e[i] = row_rel_rms(&rows, names[i], tensors[t]);
+        if (getenv("RA_TEST_VERBOSE"))
+            fprintf(stderr, "%-4s ieee %.3g tf32x3 %.3g tf32 %.3g bf16 %.3g\n", tensors[t], e[0],
+                    e[1], e[2], e[3]);
+        ck_assert_msg(e[0] > 0 && e[1] < 4 * e[0], "%s: tf32x3 %g ieee %g", tensors[t], e[1],
+                      e[0]);
+        ck_assert_msg(e[2] > 100 * e[1], "%s: tf32 %g tf32x3 %g", tensors[t], e[2], e[1]);
+        ck_assert_msg(e[3] > 3 * e[2], "%s: bf16 %g tf32 %g", tensors[t], e[3], e[2]);
+    }
+    ra_rows_clear(&rows);
+}
+END_TEST
+
 START_TEST(data_bad_input)
 {
     /* the variants refuse what the reference refuses, naming the tensor */
@@ -268,7 +315,7 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("cpu-scan");
     tu_tcase(s, "special", setup, teardown, special_reversal_long_span,
-             special_tf32_under_ieee_name);
+             special_tf32_under_ieee_name, special_operand_precision);
     tu_tcase(s, "data", setup, teardown, data_bad_input);
     tu_tcase(s, "regress", setup, teardown, regress_conformal_rounding, regress_quick);
     return s;

@@ -241,6 +241,25 @@ START_TEST(special_tf32)
     ck_assert(ra_round_bf16_f(1.0f + 0x1p-8f) == 1.0f);
     ck_assert(ra_round_bf16_f(1.0f + 0x3p-8f) == 1.0f + 0x1p-6f);
     ck_assert(isinf(ra_round_bf16_f(FLT_MAX)));
+    /* f16 rounding of a float, RNE (values from the half format: ulp 2^-10
+       at 1, 32 at 65504, subnormals multiples of 2^-24): 1 + 2^-11 ties to
+       even 1, 1 + 3 2^-11 -> 1 + 2^-9; 65504 stays; 65519 (below the tie
+       65520) -> 65504; 65520 ties to 2^16 = overflow: inf, likewise 65536
+       (the issue's "state value of 65536 becomes inf"), -70000 -> -inf;
+       2^-25 ties to 0, 3 2^-25 -> 2^-23 (even of 1 and 2 2^-24), 2^-24 stays. */
+    ck_assert(ra_round_f16_f(1.0f + 0x1p-11f) == 1.0f);
+    ck_assert(ra_round_f16_f(1.0f + 0x3p-11f) == 1.0f + 0x1p-9f);
+    ck_assert(ra_round_f16_f(-(1.0f + 0x3p-11f)) == -(1.0f + 0x1p-9f));
+    ck_assert(ra_round_f16_f(65504.0f) == 65504.0f);
+    ck_assert(ra_round_f16_f(65519.0f) == 65504.0f);
+    ck_assert(isinf(ra_round_f16_f(65520.0f)) && ra_round_f16_f(65520.0f) > 0);
+    ck_assert(isinf(ra_round_f16_f(65536.0f)));
+    ck_assert(isinf(ra_round_f16_f(-70000.0f)) && ra_round_f16_f(-70000.0f) < 0);
+    ck_assert(ra_round_f16_f(0x1p-25f) == 0.0f);
+    ck_assert(ra_round_f16_f(0x3p-25f) == 0x1p-23f);
+    ck_assert(ra_round_f16_f(0x1p-24f) == 0x1p-24f);
+    ck_assert(ra_round_f16_f(0.1f) == 1638.0f / 16384.0f);
+    ck_assert(isinf(ra_round_f16_f(INFINITY)) && isnan(ra_round_f16_f(NAN)));
 }
 END_TEST
 

@@ -331,6 +331,8 @@ const char *const tu_cpu_scan_variants[] = {"scan.cpu.linear.f32",
                                             "scan.cpu.affine.ieee.recompute",
                                             "scan.cpu.affine.ieee.reversal",
                                             "scan.cpu.affine.tf32.store",
+                                            "scan.cpu.affine.tf32x3.store",
+                                            "scan.cpu.affine.bf16.store",
                                             "scan.cpu.log.f32",
                                             NULL};
 

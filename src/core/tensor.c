@@ -159,6 +159,8 @@ float ra_round_tf32_rna(float x)
 
 float ra_round_bf16_f(float x) { return (float)round_to_format(x, RA_BF16); }
 
+float ra_round_f16_f(float x) { return (float)round_to_format(x, RA_F16); }
+
 double ra_dtype_ulp(double z, ra_dtype t)
 {
     const struct dtype_info *d = &dtype_table[t];

@@ -69,6 +69,10 @@ double ra_round_to_dtype(double x, ra_dtype t);
 float ra_round_tf32_rna(float x);
 /* bf16 rounding of a float, RNE, returned as float. */
 float ra_round_bf16_f(float x);
+/* f16 rounding of a float, RNE, returned as float: |x| >= 65520 (the tie
+   above the largest half, 65504) overflows to inf, below 2^-14 the half
+   subnormals (multiples of 2^-24). */
+float ra_round_f16_f(float x);
 
 /* ulp(z) in the dtype: 2^(e - p + 1) for |z| in [2^e, 2^(e+1)), with e
    clamped to [emin, emax] (so values below the normal range, zero included,

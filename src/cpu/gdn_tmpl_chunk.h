@@ -4,7 +4,8 @@
  * Computes docs/gdn.md's chunked form per (b, hv), chunks of C tokens (the
  * last one may be shorter), with production kernels' rounding points:
  * matmul operands rounded by the configured mode, T, W, U and the
- * chunk-start state stored through st() (bf16 in the bf16 configuration),
+ * chunk-start state stored through st() (cfg->store: bf16 in the bf16
+ * configuration, f16 or bf16 on demand),
  * the running state and ht kept in R.  The backward (gdn_tmpl_chunk_bwd.h)
  * reuses chunk_prep and chunk_vprime so that its recomputed T, W, U, V' are
  * bit-identical to the forward's.
@@ -25,7 +26,7 @@
 /* Per-head workspace of the chunked kernels (one allocation). */
 typedef struct RN(cws) {
     int64_t C, K, V, D;
-    int mode, store_bf16, inv;
+    int mode, store, store_state, inv; /* storage of T, W, U and of the chunk states */
     R *G, *gam, *dG;                            /* C */
     R *A, *T, *Dm, *P, *dP, *dT, *Z, *dA;       /* C x C */
     R *Kb, *Y, *W, *dQc, *dKc, *dW, *dY, *tK;   /* C x K */
@@ -36,7 +37,7 @@ typedef struct RN(cws) {
     R *mem;
 } RN(cws);
 
-static int RN(cws_init)(RN(cws) *w, int64_t C, int64_t K, int64_t V, int mode, int store_bf16,
+static int RN(cws_init)(RN(cws) *w, int64_t C, int64_t K, int64_t V, int mode, int store,
                         int inv)
 {
     int64_t D = RN(inv_pad16)(C);
@@ -50,7 +51,9 @@ static int RN(cws_init)(RN(cws) *w, int64_t C, int64_t K, int64_t V, int mode, i
     if (!w->mem)
         return 1;
     w->C = C, w->K = K, w->V = V, w->D = D;
-    w->mode = mode, w->store_bf16 = store_bf16, w->inv = inv;
+    /* store packs two ra_cpu_store modes: T, W, U in bits 0-1, the chunk
+       states in bits 2-3 (the driver resolves AUTO). */
+    w->mode = mode, w->store = store & 3, w->store_state = store >> 2 & 3, w->inv = inv;
     R *p = w->mem;
 #define RA_TAKE(ptr, cnt) (ptr = p, p += (cnt))
     RA_TAKE(w->G, C), RA_TAKE(w->gam, C), RA_TAKE(w->dG, C);
@@ -105,7 +108,7 @@ static void RN(chunk_prep)(RN(cws) *w, const RN(head) *h, int64_t t0, int64_t L)
     RN(inverse)(w->T, w->A, C, w->inv, w->mode, w->inv_scr, &w->mw);
     for (int64_t i = 0; i < L; i++)
         for (int64_t j = 0; j <= i; j++)
-            w->T[i * C + j] = RN(st)(w->T[i * C + j], w->store_bf16);
+            w->T[i * C + j] = RN(st)(w->T[i * C + j], w->store);
     for (int64_t i = 0; i < L; i++) {
         for (int64_t j = 0; j < K; j++)
             w->Y[i * K + j] = w->Kb[i * K + j] * w->gam[i];
@@ -115,9 +118,9 @@ static void RN(chunk_prep)(RN(cws) *w, const RN(head) *h, int64_t t0, int64_t L)
     RN(mm)(w->W, K, L, K, L, w->T, C, 1, w->Y, K, 1, w->mode, 0, &w->mw);
     RN(mm)(w->U, V, L, V, L, w->T, C, 1, w->X, V, 1, w->mode, 0, &w->mw);
     for (int64_t i = 0; i < L * K; i++)
-        w->W[i] = RN(st)(w->W[i], w->store_bf16);
+        w->W[i] = RN(st)(w->W[i], w->store);
     for (int64_t i = 0; i < L * V; i++)
-        w->U[i] = RN(st)(w->U[i], w->store_bf16);
+        w->U[i] = RN(st)(w->U[i], w->store);
 }
 
 /* V' = U - W S' with S' = w->Sst. */
@@ -172,7 +175,7 @@ static void RN(chunk_output)(RN(cws) *w, const RN(head) *h, int64_t t0, int64_t 
 static void RN(chunk_store_state)(RN(cws) *w)
 {
     for (int64_t i = 0; i < w->K * w->V; i++)
-        w->Sst[i] = RN(st)(w->S[i], w->store_bf16);
+        w->Sst[i] = RN(st)(w->S[i], w->store_state);
 }
 
 static void RN(chunk_init_state)(RN(cws) *w, const RN(head) *h)
@@ -181,10 +184,10 @@ static void RN(chunk_init_state)(RN(cws) *w, const RN(head) *h)
         w->S[i] = h->h0 ? h->h0[i] : 0;
 }
 
-static int RN(chunk_forward)(const RN(head) *h, int64_t C, int mode, int store_bf16, int inv)
+static int RN(chunk_forward)(const RN(head) *h, int64_t C, int mode, int store, int inv)
 {
     RN(cws) w;
-    if (RN(cws_init)(&w, C, h->K, h->V, mode, store_bf16, inv))
+    if (RN(cws_init)(&w, C, h->K, h->V, mode, store, inv))
         return 1;
     const int64_t nch = (h->T + C - 1) / C;
     RN(chunk_init_state)(&w, h);

@@ -151,11 +151,11 @@ static void RN(chunk_backward_one)(RN(cws) *w, const RN(head) *h, int64_t t0, in
     }
 }
 
-static int RN(chunk_backward)(const RN(head) *h, int64_t C, int mode, int store_bf16, int inv)
+static int RN(chunk_backward)(const RN(head) *h, int64_t C, int mode, int store, int inv)
 {
     RN(cws) w;
     const int64_t KV = h->K * h->V, nch = (h->T + C - 1) / C;
-    if (RN(cws_init)(&w, C, h->K, h->V, mode, store_bf16, inv))
+    if (RN(cws_init)(&w, C, h->K, h->V, mode, store, inv))
         return 1;
     R *states = malloc((size_t)(nch * KV) * sizeof(R));
     if (!states) {

@@ -159,7 +159,18 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
     if (!R_IS_F64 && cfg->algo == RA_CPU_CHUNK && mode == RA_CPU_ROUND_IEEE &&
         (faults & RA_FAULT_TF32_AS_IEEE))
         mode = RA_CPU_ROUND_TF32;
-    const int store_bf16 = cfg->round == RA_CPU_ROUND_BF16;
+    if (cfg->store < RA_CPU_STORE_AUTO || cfg->store > RA_CPU_STORE_F16 ||
+        cfg->state_store < RA_CPU_STORE_AUTO || cfg->state_store > RA_CPU_STORE_F16)
+        RA_ERRORF(RA_EINVAL, "cpu gdn: unknown storage mode %d or %d", (int)cfg->store,
+                  (int)cfg->state_store);
+    if (R_IS_F64 && (cfg->store > RA_CPU_STORE_F32 || cfg->state_store > RA_CPU_STORE_F32))
+        RA_ERROR("cpu gdn: bf16 or f16 storage needs float arithmetic", RA_EINVAL);
+    const int twu = cfg->store != RA_CPU_STORE_AUTO ? (int)cfg->store
+                    : cfg->round == RA_CPU_ROUND_BF16 ? RA_CPU_STORE_BF16
+                                                        : RA_CPU_STORE_F32;
+    /* Packed for the chunk kernels: T, W, U in bits 0-1, the states in 2-3. */
+    const int store =
+        twu | (cfg->state_store != RA_CPU_STORE_AUTO ? (int)cfg->state_store : twu) << 2;
 
     RN(bufs) bf;
     memset(&bf, 0, sizeof bf);
@@ -233,14 +244,14 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
             h.o = bf.o + bh * T * V, h.ht = bf.ht + bh * K * V;
             err = cfg->algo == RA_CPU_SEQ
                       ? RN(seq_forward)(&h)
-                      : RN(chunk_forward)(&h, cfg->chunk, mode, store_bf16, cfg->inverse);
+                      : RN(chunk_forward)(&h, cfg->chunk, mode, store, cfg->inverse);
         } else {
             h.do_ = bf.dO + bh * T * V, h.dht = p.dht ? bf.dht + bh * K * V : NULL;
             h.dq = bf.dqh + bh * T * K, h.dk = bf.dkh + bh * T * K, h.dv = bf.dv + bh * T * V;
             h.dg = bf.dg + bh * T, h.dbeta = bf.dbeta + bh * T;
             h.dh0 = p.h0 ? bf.dh0 + bh * K * V : NULL;
             err = cfg->algo != RA_CPU_SEQ
-                      ? RN(chunk_backward)(&h, cfg->chunk, mode, store_bf16, cfg->inverse)
+                      ? RN(chunk_backward)(&h, cfg->chunk, mode, store, cfg->inverse)
                   : cfg->rev_span > 0 ? RN(seq_backward_reversal)(&h, cfg->rev_span)
                                       : RN(seq_backward)(&h);
         }

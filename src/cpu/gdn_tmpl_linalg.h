@@ -27,7 +27,8 @@
  *
  * Storage rounding (st) is separate from operand rounding (rop): the bf16
  * configuration also rounds T, W, U and the per-chunk states when they are
- * "written", as fla stores them in the input dtype.
+ * "written", as fla stores them in the input dtype; cfg->store picks that
+ * storage (f32, bf16, f16) independently of the operands.
  */
 
 #include <math.h>
@@ -52,13 +53,17 @@ static inline R RN(rop)(R x, int mode)
 }
 
 /* Storage rounding of the intermediates fla writes in the input dtype. */
-static inline R RN(st)(R x, int store_bf16)
+static inline R RN(st)(R x, int store)
 {
 #if R_IS_F64
-    (void)store_bf16;
+    (void)store;
     return x;
 #else
-    return store_bf16 ? ra_round_bf16_f(x) : x;
+    switch (store) {
+    case RA_CPU_STORE_BF16: return ra_round_bf16_f(x);
+    case RA_CPU_STORE_F16: return ra_round_f16_f(x);
+    default: return x;
+    }
 #endif
 }
 

@@ -50,9 +50,10 @@ ra_status ra_cpu_gdn_backward_row(const ra_variant *self, const ra_case *c, ra_t
 
 #define SEQ(f64, dt, span)                                                                         \
     (&(const ra_cpu_gdn_cfg){RA_CPU_SEQ, f64, 0, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, dt, dt,   \
-                             0, span})
+                             0, span, RA_CPU_STORE_AUTO, RA_CPU_STORE_AUTO})
 #define CHUNK(c, rnd, inv, act)                                                                    \
-    (&(const ra_cpu_gdn_cfg){RA_CPU_CHUNK, 0, c, rnd, inv, act, RA_F32, 0, 0})
+    (&(const ra_cpu_gdn_cfg){RA_CPU_CHUNK, 0, c, rnd, inv, act, RA_F32, 0, 0, RA_CPU_STORE_AUTO,   \
+                             RA_CPU_STORE_AUTO})
 
 #define CAPS (RA_FWD | RA_BWD | RA_GDN_CAPS_ALL)
 #define ROW(name, pclass, cfg, doc)                                                                \

@@ -39,6 +39,17 @@ typedef enum ra_cpu_round {
     RA_CPU_ROUND_TF32X3 = 3 /* big + small TF32 split, three products (float only) */
 } ra_cpu_round;
 
+/* Storage of the intermediates a production kernel writes to memory (T, W,
+   U, the chunk-start states), independent of the operand rounding so a
+   study can vary one at a time.  F16 rounds RNE with overflow to inf
+   (|x| >= 65520), as a half store does. */
+typedef enum ra_cpu_store {
+    RA_CPU_STORE_AUTO = 0, /* bf16 when round is BF16, else none */
+    RA_CPU_STORE_F32 = 1,  /* none beyond the float arithmetic */
+    RA_CPU_STORE_BF16 = 2, /* ra_round_bf16_f (RNE) */
+    RA_CPU_STORE_F16 = 3   /* ra_round_f16_f (RNE, overflow to inf) */
+} ra_cpu_store;
+
 /* How (I + A)^-1 is formed for a strictly lower A. */
 typedef enum ra_cpu_inverse {
     RA_CPU_INV_FWDSUBST = 0, /* row-by-row forward substitution, scalar */
@@ -49,18 +60,23 @@ typedef enum ra_cpu_inverse {
 
 typedef struct ra_cpu_gdn_cfg {
     ra_cpu_algo algo;
-    int f64;                /* arithmetic in double (else float) */
-    int chunk;              /* chunk length (RA_CPU_CHUNK) */
-    ra_cpu_round round;     /* RA_CPU_CHUNK; must be IEEE when f64 */
-    ra_cpu_inverse inverse; /* RA_CPU_CHUNK */
-    ra_dtype act_dtype;     /* storage of o, dq, dk, dv */
-    ra_dtype aux_dtype;     /* storage of ht, dh0, dg, dbeta */
-    unsigned faults;        /* planted defects (cpu/faults.h): 0 in every
-                               registered row; tests make rows of their own */
-    int rev_span;           /* RA_CPU_SEQ backward: 0 recomputes the states
-                               from checkpoints; L > 0 keeps every L-th state
-                               and recovers the others by inverting steps
-                               (walking back <= L - 1 steps; reversal study) */
+    int f64;                  /* arithmetic in double (else float) */
+    int chunk;                /* chunk length (RA_CPU_CHUNK) */
+    ra_cpu_round round;       /* RA_CPU_CHUNK; must be IEEE when f64 */
+    ra_cpu_inverse inverse;   /* RA_CPU_CHUNK */
+    ra_dtype act_dtype;       /* storage of o, dq, dk, dv */
+    ra_dtype aux_dtype;       /* storage of ht, dh0, dg, dbeta */
+    unsigned faults;          /* planted defects (cpu/faults.h): 0 in every
+                                 registered row; tests make rows of their own */
+    int rev_span;             /* RA_CPU_SEQ backward: 0 recomputes the states
+                                 from checkpoints; L > 0 keeps every L-th state
+                                 and recovers the others by inverting steps
+                                 (walking back <= L - 1 steps; reversal study) */
+    ra_cpu_store store;       /* RA_CPU_CHUNK: dtype T, W, U (and, unless
+                                 state_store says otherwise, the per-chunk
+                                 states) are stored in (AUTO: bf16 when round
+                                 is BF16, else the arithmetic type) */
+    ra_cpu_store state_store; /* the per-chunk states alone (AUTO: as store) */
 } ra_cpu_gdn_cfg;
 
 /* Forward (o, ht) and backward (dq, dk, dv, dg, dbeta, dh0 when the case

@@ -12,9 +12,11 @@
  * What the seed's Triton kernels do, on the CPU: one lane (b, n) walks T
  * sequentially carrying (Abar, Bbar) in fp32; every k x k product sums
  * its terms in index order in fp32 (no fma: the build uses
- * -ffp-contract=off), and with cfg->tf32 both operands of every product
- * are first rounded to TF32 (ra_round_tf32_rna), as a tensor-core tl.dot
- * at k >= 16 does unless input_precision="ieee".
+ * -ffp-contract=off), and cfg->round rounds both operands of every product
+ * first: TF32 (ra_round_tf32_rna), as a tensor-core tl.dot at k >= 16
+ * does unless input_precision="ieee"; bf16 (RNE), a bf16 tl.dot; or the
+ * 3xTF32 split (input_precision="tf32x3": three TF32 products per term,
+ * fp32 accuracy on TF32 tensor cores).  The sums stay fp32.
  *
  * The backward is the reversed scan of SPEC.md section 3; it needs
  * Abar_{t-1}, Bbar_{t-1} at every step and gets them by cfg->bwd:
@@ -67,29 +69,53 @@ static ra_status prob_init(prob *p, const ra_case *c, int need_cot)
     return RA_OK;
 }
 
-static inline float rnd(int tf32, float x) { return tf32 ? ra_round_tf32_rna(x) : x; }
+static inline float rnd(int mode, float x)
+{
+    switch (mode) {
+    case RA_CPU_ROUND_TF32:
+        return ra_round_tf32_rna(x);
+    case RA_CPU_ROUND_BF16:
+        return ra_round_bf16_f(x);
+    default:
+        return x;
+    }
+}
+
+/* One product term of a k x k product in the operand mode; TF32X3 splits
+   each operand into big = tf32(x) and small = tf32(x - big) and sums
+   small*big, big*small, big*big in that order (x - big is exact). */
+static inline float term(int mode, float x, float a, float b)
+{
+    if (mode != RA_CPU_ROUND_TF32X3)
+        return x + rnd(mode, a) * rnd(mode, b);
+    const float ab = ra_round_tf32_rna(a), bb = ra_round_tf32_rna(b);
+    const float as = ra_round_tf32_rna(a - ab), bs = ra_round_tf32_rna(b - bb);
+    x += as * bb;
+    x += ab * bs;
+    return x + ab * bb;
+}
 
 /* c[i][j] = (acc ? c[i][j] : 0) + sum_p r(a(i,p)) r(b(p,j)), summed in p order */
 static void mm(float *c, const float *a, int64_t ars, int64_t acs, const float *b, int64_t brs,
-               int64_t bcs, int64_t n, int64_t kd, int64_t m, int acc, int tf32)
+               int64_t bcs, int64_t n, int64_t kd, int64_t m, int acc, int mode)
 {
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < m; j++) {
             float x = 0;
             for (int64_t p = 0; p < kd; p++)
-                x += rnd(tf32, a[i * ars + p * acs]) * rnd(tf32, b[p * brs + j * bcs]);
+                x = term(mode, x, a[i * ars + p * acs], b[p * brs + j * bcs]);
             c[i * m + j] = acc ? c[i * m + j] + x : x;
         }
 }
 
 /* One forward step: Ao = A Ai, Bo = A Bi + B. */
-static void step(const prob *p, int tf32, int64_t st, const float *Ai, const float *Bi, float *Ao,
+static void step(const prob *p, int mode, int64_t st, const float *Ai, const float *Bi, float *Ao,
                  float *Bo)
 {
     const int64_t k = p->s.k, v = p->s.v;
     const float *A = p->x[0] + st * k * k, *B = p->x[1] + st * k * v;
-    mm(Ao, A, k, 1, Ai, k, 1, k, k, k, 0, tf32);
-    mm(Bo, A, k, 1, Bi, v, 1, k, k, v, 0, tf32);
+    mm(Ao, A, k, 1, Ai, k, 1, k, k, k, 0, mode);
+    mm(Bo, A, k, 1, Bi, v, 1, k, k, v, 0, mode);
     for (int64_t i = 0; i < k * v; i++)
         Bo[i] = Bo[i] + B[i];
 }
@@ -185,7 +211,7 @@ static void lane_forward(lane *l, const prob *p, const ra_cpu_scan_cfg *cfg, int
     set_identity(l->SA, s->k, l->SB, kv);
     for (int64_t t = 1; t <= s->T; t++) {
         const int64_t st = ra_scan_lane_step(s, b, t - 1, n);
-        step(p, cfg->tf32, st, cur, curB, l->tA, l->tB);
+        step(p, cfg->round, st, cur, curB, l->tA, l->tB);
         memcpy(cur, l->tA, (size_t)kk * sizeof *cur);
         memcpy(curB, l->tB, (size_t)kv * sizeof *curB);
         if (y0)
@@ -255,7 +281,7 @@ static void prev_state(lane *l, const prob *p, const ra_cpu_scan_cfg *cfg, int64
             memcpy(A, l->SA + c0 * kk, (size_t)kk * sizeof *A);
             memcpy(B, l->SB + c0 * kv, (size_t)kv * sizeof *B);
             for (int64_t u = c0 * span + 1; u < t; u++) {
-                step(p, cfg->tf32, ra_scan_lane_step(&p->s, b, u - 1, n),
+                step(p, cfg->round, ra_scan_lane_step(&p->s, b, u - 1, n),
                      A + (u - 1 - c0 * span) * kk, B + (u - 1 - c0 * span) * kv,
                      A + (u - c0 * span) * kk, B + (u - c0 * span) * kv);
             }
@@ -315,13 +341,13 @@ static ra_status affine_backward(const ra_cpu_scan_cfg *cfg, const prob *p, ra_t
                 const float *pa, *pb;
                 prev_state(&l, p, &fcfg, b, n, t, &pa, &pb);
                 /* dA = GA pa^T + GB pb^T */
-                mm(l.dA, l.GA, k, 1, pa, 1, k, k, k, k, 0, cfg->tf32);
-                mm(l.dA, l.GB, v, 1, pb, 1, v, k, v, k, 1, cfg->tf32);
+                mm(l.dA, l.GA, k, 1, pa, 1, k, k, k, k, 0, cfg->round);
+                mm(l.dA, l.GB, v, 1, pb, 1, v, k, v, k, 1, cfg->round);
                 memcpy(g0 + stp * kk, l.dA, (size_t)kk * sizeof(float));
                 memcpy(g1 + stp * kv, l.GB, (size_t)kv * sizeof(float));
                 const float *A = p->x[0] + stp * kk;
-                mm(l.tA, A, 1, k, l.GA, k, 1, k, k, k, 0, cfg->tf32);
-                mm(l.tB, A, 1, k, l.GB, v, 1, k, k, v, 0, cfg->tf32);
+                mm(l.tA, A, 1, k, l.GA, k, 1, k, k, k, 0, cfg->round);
+                mm(l.tB, A, 1, k, l.GB, v, 1, k, k, v, 0, cfg->round);
                 memcpy(l.GA, l.tA, (size_t)kk * sizeof(float));
                 memcpy(l.GB, l.tB, (size_t)kv * sizeof(float));
             }

@@ -6,6 +6,7 @@
 
 #include "core/status.h"
 #include "recaudit/plugin.h"
+#include "cpu/gdn_variants.h" /* ra_cpu_round, shared with the gdn kernels */
 
 /* How the backward gets Abar_{t-1}, Bbar_{t-1} (SPEC.md section 3). */
 typedef enum ra_cpu_scan_bwd {
@@ -17,7 +18,8 @@ typedef enum ra_cpu_scan_bwd {
 
 typedef struct ra_cpu_scan_cfg {
     int kind;            /* ra_scan_kind of core/scan_case.h */
-    int tf32;            /* operands of every k x k product rounded to TF32 (rna) */
+    ra_cpu_round round;  /* operands of every k x k product: IEEE, TF32 (rna), bf16
+                            (RNE) or the 3xTF32 split (cpu/gdn_variants.h) */
     ra_cpu_scan_bwd bwd; /* linear/affine; scan.log always recomputes */
     int span;            /* checkpoint interval (recompute, reversal): L */
 } ra_cpu_scan_cfg;

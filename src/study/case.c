@@ -72,29 +72,37 @@ ra_status ra_study_case_make(ra_study_case *sc, ra_study_ctx *ctx, const char *o
     ra_status st = ra_case_spec_generate(&sc->c, s);
     if (st == RA_OK && !bwd)
         ra_case_drop_role(&sc->c, op, RA_ROLE_COTANGENT);
-    if (st == RA_OK) {
-        ra_ref_opts ro = ctx->ref;
-        ro.grads = bwd;
-        if (ctx->threads > 0)
-            ro.threads = ctx->threads;
-        char what[RA_SPEC_SHAPE_MAX + 64];
-        snprintf(what, sizeof what, "%s %s %s seed %llu", s->op, s->shape, s->regime, seed);
-        st = ra_ref_compute(&sc->ref, &sc->c, &ro, what);
-        if (st == RA_OK) {
-            const char *cache = ra_case_param(&sc->ref, "cache");
-            if (cache && strcmp(cache, "hit") == 0)
-                ctx->ref_hits++;
-            else
-                ctx->ref_computed++;
-            char why[512];
-            if (!ra_ref_usable(&sc->ref, 0, why, sizeof why)) {
-                RA_REPORTF(RA_ENUMERIC, "study: reference of %s: %s", what, why);
-                st = RA_ENUMERIC;
-            }
-        }
-    }
+    if (st == RA_OK)
+        st = ra_study_case_reference(sc, ctx);
     if (st != RA_OK)
         ra_study_case_clear(sc);
+    return st;
+}
+
+ra_status ra_study_case_reference(ra_study_case *sc, ra_study_ctx *ctx)
+{
+    const ra_case_spec *s = &sc->spec;
+    ra_ref_opts ro = ctx->ref;
+    ro.grads = s->bwd;
+    if (ctx->threads > 0)
+        ro.threads = ctx->threads;
+    char what[RA_SPEC_SHAPE_MAX + 64];
+    snprintf(what, sizeof what, "%s %s %s seed %llu", s->op, s->shape, s->regime, s->seed);
+    ra_case_clear(&sc->ref);
+    ra_case_init(&sc->ref);
+    ra_status st = ra_ref_compute(&sc->ref, &sc->c, &ro, what);
+    if (st == RA_OK) {
+        const char *cache = ra_case_param(&sc->ref, "cache");
+        if (cache && strcmp(cache, "hit") == 0)
+            ctx->ref_hits++;
+        else
+            ctx->ref_computed++;
+        char why[512];
+        if (!ra_ref_usable(&sc->ref, 0, why, sizeof why)) {
+            RA_REPORTF(RA_ENUMERIC, "study: reference of %s: %s", what, why);
+            st = RA_ENUMERIC;
+        }
+    }
     return st;
 }
 

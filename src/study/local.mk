@@ -3,12 +3,16 @@ librecaudit_a_SOURCES += src/study/study.h src/study/studies.h src/study/studies
 	src/study/points.c src/study/plot.c src/study/report.c src/study/case.c
 librecaudit_a_SOURCES += src/study/reversal.h src/study/reversal.c src/study/reversal_gdn.c
 librecaudit_a_SOURCES += src/study/metric.c
+librecaudit_a_SOURCES += src/study/prec.h src/study/prec.c src/study/dot.c src/study/inverse.c \
+	src/study/length.c src/study/storage.c
 recaudit_SOURCES += src/cli/cmd_study.c
 
 # The framework's own tests (points, CSV/markdown, plot, fit) and the quick
 # studies through the command.
 check_PROGRAMS += tests/t-study
 TESTS += tests/t-study tests/study-cli.sh
+TESTS += tests/study-dot.sh tests/study-inverse.sh tests/study-length.sh tests/study-storage.sh
+EXTRA_DIST += tests/study-dot.sh tests/study-inverse.sh tests/study-length.sh tests/study-storage.sh
 tests_t_study_CFLAGS = $(TEST_CFLAGS)
 tests_t_study_LDADD = tests/libtestutil.la $(TEST_LIBS)
 EXTRA_DIST += tests/study-cli.sh reports/README.md
@@ -17,6 +21,7 @@ EXTRA_DIST += tests/study-cli.sh reports/README.md
 # source tree (references from $RECAUDIT_CACHE, else ~/.cache/recaudit).
 STUDIES_CPU = reversal
 STUDIES_CPU += metric
+STUDIES_CPU += dot inverse length storage
 reports: recaudit$(EXEEXT)
 	@set -e; commit=$$(git -C $(top_srcdir) describe --always --dirty --abbrev=7 2>/dev/null || echo unknown); \
 	for s in $(STUDIES_CPU); do \

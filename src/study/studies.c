@@ -22,6 +22,20 @@ const ra_study ra_studies[] = {
      "cos, rel_rms, atol and recaudit's class gates",
      ra_study_metric},
     /* the precision studies: dot, inverse, length, storage */
+    {"dot", "Dot: operand precision IEEE, TF32, 3xTF32, bf16 against the unit-roundoff model",
+     "scan.affine at k = 1..16 (seed 002 inputs) and chunked gdn at K = 32..128: max_rel against "
+     "k and T beside u_tf32 = 2^-11, u_bf16 = 2^-8",
+     ra_study_dot},
+    {"inverse", "Inverse: fwdsubst, neumann and schur for (I+A)^-1",
+     "chunk 16..128, regimes default / raw-keys / strong-decay, precisions ieee / tf32 / bf16: "
+     "error of T against an MPFR inverse and of the outputs",
+     ra_study_inverse},
+    {"length", "Length: error against the sequence length T",
+     "every gdn variant at T = 256..65536, default and near-unit decay, fitted growth exponent",
+     ra_study_length},
+    {"storage", "Storage: chunk states, T, W, U in f32, bf16 or f16",
+     "chunked gdn with the storage knob, default and large-state regimes: where f16 overflows",
+     ra_study_storage},
 
     {NULL, NULL, NULL, NULL},
 };

@@ -8,5 +8,6 @@ ra_study_fn ra_study_reversal;
 ra_study_fn ra_study_metric;
 
 /* the precision studies: dot, inverse, length, storage */
+ra_study_fn ra_study_dot, ra_study_inverse, ra_study_length, ra_study_storage;
 
 #endif

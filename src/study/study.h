@@ -196,6 +196,11 @@ ra_status ra_study_case_make(ra_study_case *sc, ra_study_ctx *ctx, const char *o
                              unsigned long long seed, const char *flags, const char *params,
                              int bwd);
 void ra_study_case_clear(ra_study_case *sc);
+/* (Re)takes the reference of sc->c through the cache, as ra_study_case_make
+   does: for a study that changes a generated case's inputs first (the
+   inverse study's raw keys without decay).  The old reference is
+   dropped; RA_ENUMERIC for an unusable one. */
+ra_status ra_study_case_reference(ra_study_case *sc, ra_study_ctx *ctx);
 
 /* Runs v on sc's case in process (forward, and the backward when v has
    it and the case has cotangents); result gets the outputs and
