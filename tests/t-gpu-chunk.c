@@ -144,10 +144,26 @@ START_TEST(special_refusals)
         cfg.inverse = (ra_cpu_inverse)bad[i].inv;
         for (int bwd = 0; bwd < 2; bwd++) {
             msg[0] = 0;
-            ck_assert_int_eq(ra_gpu_gdn_chunk_launch(&cfg, &a, bwd, msg, sizeof msg), RA_EINVAL);
+            ck_assert_int_eq(ra_gpu_gdn_chunk_launch(&cfg, &a, bwd, NULL, 0, msg, sizeof msg),
+                             RA_EINVAL);
             ck_assert_msg(strstr(msg, bad[i].says) != NULL, "message '%s' lacks '%s'", msg,
                           bad[i].says);
         }
+        if (cfg.chunk != 64 && cfg.chunk != 128) /* no workspace size for it */
+            ck_assert_int_eq(ra_gpu_gdn_chunk_ws_floats(&cfg, &a), 0);
+    }
+    /* A good configuration needs its workspace: refused without one, or
+       with less than one head's. */
+    const int64_t need = ra_gpu_gdn_chunk_ws_floats(&good, &a);
+    ck_assert_int_gt(need, 0);
+    float fake;
+    const int64_t sizes[2] = {0, need - 1};
+    for (int i = 0; i < 2; i++) {
+        msg[0] = 0;
+        ck_assert_int_eq(
+            ra_gpu_gdn_chunk_launch(&good, &a, 0, i ? &fake : NULL, sizes[i], msg, sizeof msg),
+            RA_EINVAL);
+        ck_assert_msg(strstr(msg, "workspace") != NULL, "message '%s'", msg);
     }
 }
 END_TEST

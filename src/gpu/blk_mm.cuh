@@ -38,14 +38,23 @@
  * Out-of-range rows, columns and contraction indices are read as zero
  * (exact: they add +0 products), so any m, n, kc >= 1 is served.
  *
- * Every thread of the block must call it (same arguments); it does not
- * synchronise: the caller puts a __syncthreads() between a product and the
- * first read of its result, and may issue several products with disjoint
- * outputs back to back.  Operands are read with plain loads (they are
- * written by the same block earlier in the kernel, so the read-only path
- * would be wrong).  This is the straightforward form, one warp per 16x8
- * tile with fragments loaded from global memory; a staged shared-memory
- * pipeline can replace it without changing the semantics.
+ * Every thread of the block must call it (same arguments).  The caller
+ * puts a __syncthreads() between a product and the first read of its
+ * result, and may issue several products with disjoint outputs back to
+ * back; the output must not overlap the operands.  Operands are read with
+ * plain loads (they are written by the same block earlier in the kernel,
+ * so the read-only path would be wrong).
+ *
+ * Two ways to the same bits.  Small or batched products (the inverses'
+ * 16x16 blocks) go straight to memory, one warp per 16x8 tile.  Larger
+ * ones are staged: 64 x 64 output blocks, the contraction in panels of 64
+ * copied to shared memory with loads along the operand's unit stride
+ * (coalesced), the partial sum kept in C between panels (an fp32 store and
+ * load, exact).  Panels start at multiples of 64, so every k-step of 8 or
+ * 16 sees the same operands in the same order as the direct form, and the
+ * IEEE chain runs in the same increasing p: the results are bit for bit
+ * the same.  The staged form synchronises the block inside, which is why
+ * every thread must call it.
  */
 
 #include <cstdint>
@@ -73,9 +82,10 @@ __device__ __forceinline__ float ld(const float *base, const mat &x, int i, int 
     return (i < rows && p < cols) ? base[i * x.rs + p * x.cs] : 0.f;
 }
 
+/* The product with operands read straight from memory (any batch). */
 template <int P>
-__device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc, mat a, mat b,
-                       bool acc, int batch = 1)
+__device__ void blk_mm_direct(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc, mat a,
+                              mat b, bool acc, int batch)
 {
     if (P == RA_GPU_PREC_IEEE) {
         const int64_t per = (int64_t)m * n, total = per * batch;
@@ -159,6 +169,154 @@ __device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc,
         if (r1 < m && c1 < n)
             cb[r1 * ldc + c1] = d[3];
     }
+}
+
+constexpr int MM_T = 64; /* staged output block side and contraction panel */
+
+/* The shared-memory row of a staged panel: 65 floats for the IEEE chains
+   (a warp's 32 rows in distinct banks), 68 for the fragment loads (lanes
+   (g, t) at banks 4g + t). */
+template <int P> struct mm_ld {
+    static constexpr int v = P == RA_GPU_PREC_IEEE ? MM_T + 1 : MM_T + 4;
+};
+
+/* dst[r * LD + p] = X(r0 + r, k0 + p) for r < nr, p < np (nr, np: the
+   panel's rows and columns rounded up to 16, as the fragments read them),
+   zero outside rows x cols.  The loop runs along x's unit stride and keeps
+   MM_LOADS loads in flight per thread: the loads are what the products
+   wait for. */
+constexpr int MM_LOADS = 8;
+
+template <int LD>
+__device__ void mm_stage(float *dst, const float *base, int64_t rs, int64_t cs, int r0, int k0,
+                         int rows, int cols, int nr, int np)
+{
+    const bool along_rows = rs == 1 && cs != 1;
+    const int total = nr * np, step = blockDim.x;
+    for (int e0 = threadIdx.x; e0 < total; e0 += MM_LOADS * step) {
+        float v[MM_LOADS];
+#pragma unroll
+        for (int u = 0; u < MM_LOADS; u++) {
+            const int e = e0 + u * step;
+            const int r = along_rows ? e % nr : e / np, p = along_rows ? e / nr : e % np;
+            const int i = r0 + r, k = k0 + p;
+            v[u] =
+                (e < total && i < rows && k < cols) ? base[(int64_t)i * rs + (int64_t)k * cs] : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < MM_LOADS; u++) {
+            const int e = e0 + u * step;
+            const int r = along_rows ? e % nr : e / np, p = along_rows ? e / nr : e % np;
+            if (e < total)
+                dst[r * LD + p] = v[u];
+        }
+    }
+}
+
+/* One staged output block (rows i0.., columns j0..) over the panel in
+   As (rows x p) and Bs (columns x p) at contraction offset k0. */
+template <int P>
+__device__ void mm_block_panel(float *c, int64_t ldc, int i0, int j0, int mt, int nt, int kt,
+                               bool from_c, const float *As, const float *Bs)
+{
+    constexpr int LD = mm_ld<P>::v;
+    if (P == RA_GPU_PREC_IEEE) {
+        for (int e = threadIdx.x; e < mt * nt; e += blockDim.x) {
+            const int i = e / nt, j = e % nt;
+            float *cp = c + (int64_t)(i0 + i) * ldc + j0 + j;
+            float s = from_c ? *cp : 0.f;
+            for (int p = 0; p < kt; p++)
+                s = fmaf(As[i * LD + p], Bs[j * LD + p], s);
+            *cp = s;
+        }
+        return;
+    }
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int tn = (nt + 7) / 8, tiles = (mt + 15) / 16 * tn;
+    for (int tile = threadIdx.x >> 5; tile < tiles; tile += blockDim.x >> 5) {
+        const int ti = tile / tn * 16, tj = tile % tn * 8;
+        const int r0 = ti + g, r1 = r0 + 8, c0 = tj + 2 * t, c1 = c0 + 1;
+        float *cb = c + (int64_t)i0 * ldc + j0;
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        if (from_c) {
+            d[0] = (r0 < mt && c0 < nt) ? cb[r0 * ldc + c0] : 0.f;
+            d[1] = (r0 < mt && c1 < nt) ? cb[r0 * ldc + c1] : 0.f;
+            d[2] = (r1 < mt && c0 < nt) ? cb[r1 * ldc + c0] : 0.f;
+            d[3] = (r1 < mt && c1 < nt) ? cb[r1 * ldc + c1] : 0.f;
+        }
+        const float *a0 = As + r0 * LD, *a1 = As + r1 * LD, *bc = Bs + (tj + g) * LD;
+        if (P == RA_GPU_PREC_BF16) {
+            for (int k0 = 0; k0 < kt; k0 += 16) {
+                const int ka = k0 + 2 * t, kb = ka + 8;
+                const uint32_t fa[4] = {
+                    bf16x2_rn(a0[ka], a0[ka + 1]), bf16x2_rn(a1[ka], a1[ka + 1]),
+                    bf16x2_rn(a0[kb], a0[kb + 1]), bf16x2_rn(a1[kb], a1[kb + 1])};
+                const uint32_t fb[2] = {bf16x2_rn(bc[ka], bc[ka + 1]),
+                                        bf16x2_rn(bc[kb], bc[kb + 1])};
+                mma_bf16(d, fa, fb);
+            }
+        } else {
+            for (int k0 = 0; k0 < kt; k0 += 8) {
+                const float x[4] = {a0[k0 + t], a1[k0 + t], a0[k0 + t + 4], a1[k0 + t + 4]};
+                const float y[2] = {bc[k0 + t], bc[k0 + t + 4]};
+                if (P == RA_GPU_PREC_TF32) {
+                    const uint32_t fa[4] = {tf32_rna(x[0]), tf32_rna(x[1]), tf32_rna(x[2]),
+                                            tf32_rna(x[3])};
+                    const uint32_t fb[2] = {tf32_rna(y[0]), tf32_rna(y[1])};
+                    mma_tf32(d, fa, fb);
+                } else {
+                    uint32_t ba[4], sa[4], bb2[2], sb[2];
+                    for (int r = 0; r < 4; r++)
+                        tf32_split(x[r], ba[r], sa[r]);
+                    for (int r = 0; r < 2; r++)
+                        tf32_split(y[r], bb2[r], sb[r]);
+                    float e[4] = {0.f, 0.f, 0.f, 0.f}; /* as blk_mm_direct */
+                    mma_tf32(e, sa, bb2);
+                    mma_tf32(e, ba, sb);
+                    mma_tf32(e, ba, bb2);
+                    for (int r = 0; r < 4; r++)
+                        d[r] = __fadd_rn(d[r], e[r]);
+                }
+            }
+        }
+        if (r0 < mt && c0 < nt)
+            cb[r0 * ldc + c0] = d[0];
+        if (r0 < mt && c1 < nt)
+            cb[r0 * ldc + c1] = d[1];
+        if (r1 < mt && c0 < nt)
+            cb[r1 * ldc + c0] = d[2];
+        if (r1 < mt && c1 < nt)
+            cb[r1 * ldc + c1] = d[3];
+    }
+}
+
+template <int P>
+__device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc, mat a, mat b,
+                       bool acc, int batch = 1)
+{
+    /* Staging pays where a panel is reused across many output tiles:
+       measured on the H200 (gdn at B=1, T=8192, Hv=32, K=V=128), staging
+       the pass kernels' 16-column products made them slower, staging the
+       64- and 128-wide ones made the IEEE gradients kernel 5.8x faster. */
+    if (batch > 1 || m < 32 || n < 64 || kc < 32) {
+        blk_mm_direct<P>(c, ldc, cbs, m, n, kc, a, b, acc, batch);
+        return;
+    }
+    constexpr int LD = mm_ld<P>::v;
+    __shared__ float As[MM_T * LD], Bs[MM_T * LD];
+    for (int i0 = 0; i0 < m; i0 += MM_T)
+        for (int j0 = 0; j0 < n; j0 += MM_T) {
+            const int mt = m - i0 < MM_T ? m - i0 : MM_T, nt = n - j0 < MM_T ? n - j0 : MM_T;
+            for (int k0 = 0; k0 < kc; k0 += MM_T) {
+                __syncthreads(); /* the previous panel is consumed */
+                const int kt = kc - k0 < MM_T ? kc - k0 : MM_T, np = (kt + 15) / 16 * 16;
+                mm_stage<LD>(As, a.p, a.rs, a.cs, i0, k0, m, kc, (mt + 15) / 16 * 16, np);
+                /* B^T: rows j, columns p */
+                mm_stage<LD>(Bs, b.p, b.cs, b.rs, j0, k0, n, kc, (nt + 15) / 16 * 16, np);
+                __syncthreads();
+                mm_block_panel<P>(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, As, Bs);
+            }
+        }
 }
 
 } // namespace ra_gpu

@@ -1,14 +1,17 @@
-/* Chunked CUDA gdn: ra_gpu_gdn_chunk_launch, configuration checks and the per-head workspace. */
+/* Chunked CUDA gdn: ra_gpu_gdn_chunk_launch, configuration checks, workspace and head groups. */
 
 /*
- * The host driver (gdn_cuda.cu) has validated the case and uploaded it; this
- * entry point checks what only the chunked kernels require (chunk 64 or
+ * The host driver (gdn_cuda.cu) has validated the case and uploaded it;
+ * this file checks what only the chunked kernels require (chunk 64 or
  * 128, which also meets the inverses' needs: a multiple of 16 for neumann,
  * a power of two for the bottom-up schur merge of gdn_chunk_inverse.cuh;
- * K, V and the head count in the kernels' int ranges), allocates one workspace slice per (b, hv)
- * head (ra_gpu::ws_head_len floats; the backward adds the chunk-start states, T/C * K * V per
- * head), runs the forward or the backward kernel, synchronises and frees.  Failures come back as a
- * status and a reason in msg, never as a report of their own: the driver reports them.
+ * K, V and the head count in the kernels' int ranges), sizes the workspace
+ * (ra_gpu_gdn_chunk_ws_floats: one slice per (head, chunk) and three K x V
+ * pass arrays per head, capped by the free device memory, so that the
+ * driver allocates it outside its timed region) and runs the kernels of
+ * gdn_chunk_kernels.h over groups of heads that fit it, in order, then
+ * synchronises.  Failures come back as a status and a reason in msg, never
+ * as a report of their own: the driver reports them.
  */
 
 #include <cstdarg>
@@ -52,26 +55,71 @@ static ra_status check_cfg(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, 
     return RA_OK;
 }
 
+/* Floats one group of heads may use: half the free device memory, at most
+   2^32 floats (so the flattened grids stay far below 2^31 blocks), and at
+   least one head. */
+static int64_t ws_budget(int64_t per_head)
+{
+    size_t freeb = 0, total = 0;
+    if (cudaMemGetInfo(&freeb, &total) != cudaSuccess) {
+        cudaGetLastError();
+        freeb = 0;
+    }
+    int64_t b = (int64_t)(freeb / 2 / sizeof(float));
+    if (b > ((int64_t)1 << 32))
+        b = (int64_t)1 << 32;
+    return b > per_head ? b : per_head;
+}
+
+int64_t ra_gpu_gdn_chunk_ws_floats(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a)
+{
+    if ((cfg->chunk != 64 && cfg->chunk != 128) || a->s.K > 4096 || a->s.V > 4096)
+        return 0; /* refused by the launch */
+    const int C = cfg->chunk, K = (int)a->s.K, V = (int)a->s.V;
+    const int64_t nch = (a->s.T + C - 1) / C, heads = a->s.B * a->s.Hv;
+    const int64_t per_head = ra_gpu::group_floats(1, nch, C, K, V);
+    const int64_t nh = ws_budget(per_head) / per_head;
+    return (nh < heads ? nh : heads) * per_head;
+}
+
+/* The kernels of one group, in order. */
+static cudaError_t run_group(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a,
+                             const ra_gpu::group *g, int bwd)
+{
+    const int p = (int)cfg->prec;
+    cudaError_t e = ra_gpu_gdn_chunk_prep(p, a, g);
+    if (e == cudaSuccess)
+        e = ra_gpu_gdn_chunk_states(p, a, g);
+    if (e == cudaSuccess)
+        e = bwd ? ra_gpu_gdn_chunk_dstates(p, a, g) : ra_gpu_gdn_chunk_output(p, a, g);
+    if (e == cudaSuccess && bwd)
+        e = ra_gpu_gdn_chunk_grads(p, a, g);
+    return e;
+}
+
 ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd,
-                                  char *msg, size_t msglen)
+                                  float *ws, int64_t ws_floats, char *msg, size_t msglen)
 {
     ra_status st = check_cfg(cfg, a, msg, msglen);
     if (st != RA_OK)
         return st;
-    const int64_t heads = a->s.B * a->s.Hv;
-    const int64_t ws_len = ra_gpu::ws_head_len(cfg->chunk, (int)a->s.K, (int)a->s.V, a->s.T, bwd);
-    float *ws = nullptr;
-    cudaError_t e = cudaMalloc(&ws, (size_t)(heads * ws_len) * sizeof(float));
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return fail(msg, msglen, RA_ENOMEM,
-                    "cuda gdn chunk: cannot allocate the %lld MiB workspace",
-                    (long long)(heads * ws_len * (int64_t)sizeof(float) >> 20));
+    const int C = cfg->chunk, K = (int)a->s.K, V = (int)a->s.V;
+    const int64_t heads = a->s.B * a->s.Hv, nch = (a->s.T + C - 1) / C;
+    const int64_t per_head = ra_gpu::group_floats(1, nch, C, K, V);
+    if (!ws || ws_floats < per_head)
+        return fail(msg, msglen, RA_EINVAL,
+                    "cuda gdn chunk: workspace of %lld floats, one head needs %lld",
+                    (long long)ws_floats, (long long)per_head);
+    const int64_t per_group = ws_floats / per_head;
+    cudaError_t e = cudaSuccess;
+    for (int64_t h0 = 0; h0 < heads && e == cudaSuccess; h0 += per_group) {
+        ra_gpu::group g;
+        g.h0 = h0, g.nh = heads - h0 < per_group ? heads - h0 : per_group;
+        g.nch = nch, g.C = C, g.inv = (int)cfg->inverse, g.ws = ws;
+        e = run_group(cfg, a, &g, bwd);
     }
-    e = bwd ? ra_gpu_gdn_chunk_bwd(cfg, a, ws, ws_len) : ra_gpu_gdn_chunk_fwd(cfg, a, ws, ws_len);
     if (e == cudaSuccess)
         e = cudaDeviceSynchronize();
-    cudaFree(ws);
     if (e != cudaSuccess) {
         cudaGetLastError();
         return fail(msg, msglen, RA_EIO, "cuda gdn chunk %s: %s", bwd ? "backward" : "forward",

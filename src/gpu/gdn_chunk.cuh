@@ -3,8 +3,7 @@
 #define RA_GPU_GDN_CHUNK_CUH
 
 /*
- * One thread block serves one (b, hv) head and walks its chunks, exactly as
- * the CPU twin's per-head kernel (src/cpu/gdn_tmpl_chunk.h, whose notation
+ * The kernels follow the CPU twin (src/cpu/gdn_tmpl_chunk.h, whose notation
  * and rounding points this file reproduces step by step):
  *
  *   G = cumsum(g) (one fp32 running sum), gamma = exp(G),
@@ -23,14 +22,33 @@
  * CUDA's (<= 2 ulp), the CPU's is glibc's: the one place where the IEEE
  * configuration is not bit-identical to its twin.
  *
- * The per-head working arrays live in a global workspace (one slice per
- * head, 128-byte aligned arrays, 64-bit offsets): they are touched by one
- * block only, so __syncthreads() orders every step.  The backward
- * (gdn_chunk_bwd.cu) reuses chunk_prep and chunk_vprime, so its recomputed
- * T, W, U, V' are bit-identical to the forward's.
+ * Work is split as in production chunked kernels, so that everything
+ * without a dependence between chunks runs one block per (head, chunk):
+ *
+ *   prep    per (head, chunk): G, gamma, D, A, T, W, U and the masked
+ *           P = (Q K^T) . D;
+ *   states  per (head, column tile of the state): the one sequential
+ *           pass, S' and V' of every chunk from the running state;
+ *   output  per (head, chunk): O from S', V', P (forward);
+ *   dstates per (head, column tile): the reverse pass, dS at every chunk
+ *           end and dV' from it (backward);
+ *   grads   per (head, chunk): every gradient from S', dS, V', dV'.
+ *
+ * The columns of the state are independent in both passes (V' = U - W S'
+ * and the update act column by column, and so do dV' and the dS
+ * recursion), and blk_mm computes each output element by itself, so the
+ * split changes no rounding: each kernel's results are bit for bit those
+ * of one block walking the head's chunks in order.
+ *
+ * Each (head, chunk) owns a workspace slice (128-byte aligned arrays)
+ * written by the prep kernel and the passes (the passes only touch their
+ * own columns); each head owns three K x V pass arrays.  Heads are
+ * processed in groups when the whole problem's workspace would not fit
+ * (gdn_chunk.cu).
  */
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/blk_mm.cuh"
 #include "gpu/gdn_chunk_inverse.cuh"
@@ -80,34 +98,58 @@ __device__ inline head make_head(const ra_gpu_gdn_args &a, int64_t bh)
     return h;
 }
 
-/* Per-head working arrays (names of the CPU twin's RN(cws)). */
+/* Working arrays of one (head, chunk) (names of the CPU twin's RN(cws)). */
 struct cws {
     int C, K, V, inv;
     float *G, *gam, *dG, *tmp;                    /* C */
     float *A, *T, *Dm, *P, *dP, *dT, *Z, *dA;     /* C x C */
     float *Kb, *Y, *W, *dQc, *dKc, *dW, *dY, *tK; /* C x K */
     float *X, *U, *Vp, *Vd, *QS, *dVp, *dX, *tV;  /* C x V */
-    float *S, *Sst, *dS, *dSn, *WtdV;             /* K x V */
+    float *Sst, *dS;                              /* K x V: start state, end cotangent */
     float *inv_scr;                               /* inverse scratch */
-    float *states;                                /* nch x K x V (backward) */
+};
+
+/* One head's pass arrays (K x V): the running state or cotangent and the
+   dstates pass's two products. */
+struct pws {
+    float *S, *dSn, *WtdV;
 };
 
 __host__ __device__ inline int64_t ws_align(int64_t n) { return (n + 31) / 32 * 32; }
 
-/* Floats of one head's workspace; with_states adds the chunk-start states. */
-__host__ __device__ inline int64_t ws_head_len(int C, int K, int V, int64_t T, bool with_states)
+/* Floats of one (head, chunk) slice. */
+__host__ __device__ inline int64_t ws_chunk_len(int C, int K, int V)
 {
-    const int64_t nch = (T + C - 1) / C;
     return 4 * ws_align(C) + 8 * ws_align((int64_t)C * C) + 8 * ws_align((int64_t)C * K) +
-           8 * ws_align((int64_t)C * V) + 5 * ws_align((int64_t)K * V) +
-           ws_align(inv_scratch_len(C)) + (with_states ? nch * ws_align((int64_t)K * V) : 0);
+           8 * ws_align((int64_t)C * V) + 2 * ws_align((int64_t)K * V) +
+           ws_align(inv_scratch_len(C));
 }
 
-__device__ inline cws make_cws(float *base, int C, int K, int V, int inv)
+/* Floats of one head's pass arrays. */
+__host__ __device__ inline int64_t ws_pass_len(int K, int V)
 {
+    return 3 * ws_align((int64_t)K * V);
+}
+
+/* A group of heads [h0, h0 + nh) and its workspace: nh * nch chunk slices,
+   then nh pass-array sets. */
+struct group {
+    int64_t h0, nh, nch;
+    int C, inv;
+    float *ws;
+};
+
+__host__ __device__ inline int64_t group_floats(int64_t nh, int64_t nch, int C, int K, int V)
+{
+    return nh * (nch * ws_chunk_len(C, K, V) + ws_pass_len(K, V));
+}
+
+__device__ inline cws make_cws(const group &g, int K, int V, int64_t hl, int64_t c)
+{
+    const int C = g.C;
     cws w;
-    w.C = C, w.K = K, w.V = V, w.inv = inv;
-    float *p = base;
+    w.C = C, w.K = K, w.V = V, w.inv = g.inv;
+    float *p = g.ws + (hl * g.nch + c) * ws_chunk_len(C, K, V);
     auto take = [&p](int64_t n) {
         float *r = p;
         p += ws_align(n);
@@ -122,11 +164,24 @@ __device__ inline cws make_cws(float *base, int C, int K, int V, int inv)
     w.dKc = take(CK), w.dW = take(CK), w.dY = take(CK), w.tK = take(CK);
     w.X = take(CV), w.U = take(CV), w.Vp = take(CV), w.Vd = take(CV);
     w.QS = take(CV), w.dVp = take(CV), w.dX = take(CV), w.tV = take(CV);
-    w.S = take(KV), w.Sst = take(KV), w.dS = take(KV), w.dSn = take(KV), w.WtdV = take(KV);
+    w.Sst = take(KV), w.dS = take(KV);
     w.inv_scr = take(inv_scratch_len(C));
-    w.states = p;
     return w;
 }
+
+__device__ inline pws make_pws(const group &g, int K, int V, int64_t hl)
+{
+    const int64_t KV = ws_align((int64_t)K * V);
+    float *p = g.ws + g.nh * g.nch * ws_chunk_len(g.C, K, V) + hl * ws_pass_len(K, V);
+    return pws{p, p + KV, p + 2 * KV};
+}
+
+/* Columns of the state one pass block serves, and the pass's block size.
+   The bits do not depend on them; on the H200 (gdn at B=1, T=8192,
+   Hv=32, K=V=128) 16 x 128 and 32 x 256 passes ran within 3% of each
+   other. */
+constexpr int PASS_COLS = 16;
+constexpr int PASS_THREADS = 128;
 
 /* Storage rounding of the bf16 configuration. */
 template <int P> __device__ __forceinline__ float st(float x)
@@ -198,31 +253,6 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
     }
 }
 
-/* V' = U - W S' with S' = w.Sst. */
-template <int P> __device__ void chunk_vprime(const cws &w, int L)
-{
-    const int K = w.K, V = w.V;
-    blk_mm<P>(w.Vp, V, 0, L, V, K, mk(w.W, K, 1), mk(w.Sst, V, 1), false);
-    __syncthreads();
-    for (int e = threadIdx.x; e < L * V; e += blockDim.x)
-        w.Vp[e] = __fsub_rn(w.U[e], w.Vp[e]);
-    __syncthreads();
-}
-
-/* S <- exp(G_{n-1}) S + K^T (exp(G_{n-1} - G) * V') over the first n rows. */
-template <int P> __device__ void chunk_update(const cws &w, const head &h, int64_t t0, int n)
-{
-    const int K = w.K, V = w.V;
-    const float gl = w.G[n - 1], gC = expf(gl);
-    for (int e = threadIdx.x; e < n * V; e += blockDim.x)
-        w.Vd[e] = __fmul_rn(w.Vp[e], expf(__fsub_rn(gl, w.G[e / V])));
-    for (int e = threadIdx.x; e < K * V; e += blockDim.x)
-        w.S[e] = __fmul_rn(w.S[e], gC);
-    __syncthreads();
-    blk_mm<P>(w.S, V, 0, K, V, n, mk(h.k + t0 * h.qs, 1, h.qs), mk(w.Vd, V, 1), true);
-    __syncthreads();
-}
-
 /* P = (Q K^T) . D on j <= i (zero above). */
 template <int P> __device__ void chunk_p(const cws &w, const head &h, int64_t t0, int L)
 {
@@ -237,13 +267,44 @@ template <int P> __device__ void chunk_p(const cws &w, const head &h, int64_t t0
     __syncthreads();
 }
 
-/* O rows of the chunk, into h.o. */
+/* One chunk of the states pass on the state columns [j0, j0 + nv): S' =
+   st(S) into the slice, V' = U - W S', then
+   S <- exp(G_{L-1}) S + K^T (exp(G_{L-1} - G) * V'); S is the head's
+   running state (K x V, row stride V). */
+template <int P>
+__device__ void chunk_state_cols(const cws &w, const head &h, float *S, int64_t t0, int L, int j0,
+                                 int nv)
+{
+    const int K = w.K, V = w.V;
+    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+        const int x = e / nv * V + j0 + e % nv;
+        w.Sst[x] = st<P>(S[x]);
+    }
+    __syncthreads();
+    blk_mm<P>(w.Vp + j0, V, 0, L, nv, K, mk(w.W, K, 1), mk(w.Sst + j0, V, 1), false);
+    __syncthreads();
+    const float gl = w.G[L - 1], gC = expf(gl);
+    for (int e = threadIdx.x; e < L * nv; e += blockDim.x) {
+        const int i = e / nv, x = i * V + j0 + e % nv;
+        const float vp = __fsub_rn(w.U[x], w.Vp[x]);
+        w.Vp[x] = vp;
+        w.Vd[x] = __fmul_rn(vp, expf(__fsub_rn(gl, w.G[i])));
+    }
+    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+        const int x = e / nv * V + j0 + e % nv;
+        S[x] = __fmul_rn(S[x], gC);
+    }
+    __syncthreads();
+    blk_mm<P>(S + j0, V, 0, K, nv, L, mk(h.k + t0 * h.qs, 1, h.qs), mk(w.Vd + j0, V, 1), true);
+    __syncthreads();
+}
+
+/* O rows of the chunk, into h.o, from the slice's S', V' and P. */
 template <int P> __device__ void chunk_output(const cws &w, const head &h, int64_t t0, int L)
 {
     const int C = w.C, K = w.K, V = w.V;
     float *o = h.o + t0 * h.vs;
     blk_mm<P>(w.QS, V, 0, L, V, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(w.Sst, V, 1), false);
-    chunk_p<P>(w, h, t0, L); /* its first sync also orders QS */
     blk_mm<P>(o, h.vs, 0, L, V, L, mk(w.P, C, 1), mk(w.Vp, V, 1), false);
     __syncthreads();
     for (int e = threadIdx.x; e < L * V; e += blockDim.x) {
@@ -251,21 +312,42 @@ template <int P> __device__ void chunk_output(const cws &w, const head &h, int64
         float *x = o + i * h.vs + j;
         *x = __fadd_rn(__fmul_rn(__fmul_rn(w.gam[i], w.QS[e]), h.scale), __fmul_rn(*x, h.scale));
     }
-    __syncthreads();
 }
 
-template <int P> __device__ void chunk_store_state(const cws &w)
+/* Flattened grid indices: (head of the group, chunk) and (head, column tile). */
+__device__ __forceinline__ void chunk_block(const group &g, int64_t &hl, int64_t &c)
 {
-    for (int e = threadIdx.x; e < w.K * w.V; e += blockDim.x)
-        w.Sst[e] = st<P>(w.S[e]);
-    __syncthreads();
+    hl = blockIdx.x / g.nch, c = blockIdx.x % g.nch;
 }
 
-__device__ inline void chunk_init_state(const cws &w, const head &h)
+__device__ __forceinline__ void pass_block(const group &g, int V, int64_t &hl, int &j0, int &nv)
 {
-    for (int e = threadIdx.x; e < w.K * w.V; e += blockDim.x)
-        w.S[e] = h.h0 ? h.h0[e] : 0.f;
-    __syncthreads();
+    const int tiles = (V + PASS_COLS - 1) / PASS_COLS;
+    hl = blockIdx.x / tiles, j0 = (int)(blockIdx.x % tiles) * PASS_COLS;
+    nv = V - j0 < PASS_COLS ? V - j0 : PASS_COLS;
+}
+
+/* Runs f(std::integral_constant<int, P>) for the operand precision prec
+   (host side: f launches the instance) and returns the launch error. */
+template <typename F> cudaError_t by_prec(int prec, F f)
+{
+    switch (prec) {
+    case RA_GPU_PREC_IEEE:
+        f(std::integral_constant<int, RA_GPU_PREC_IEEE>());
+        break;
+    case RA_GPU_PREC_TF32:
+        f(std::integral_constant<int, RA_GPU_PREC_TF32>());
+        break;
+    case RA_GPU_PREC_TF32X3:
+        f(std::integral_constant<int, RA_GPU_PREC_TF32X3>());
+        break;
+    case RA_GPU_PREC_BF16:
+        f(std::integral_constant<int, RA_GPU_PREC_BF16>());
+        break;
+    default:
+        return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
 }
 
 } // namespace ra_gpu

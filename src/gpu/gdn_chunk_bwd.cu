@@ -1,14 +1,20 @@
-/* Chunked CUDA gdn backward: chunk states recomputed, then the chunk VJP in reverse. */
+/* Chunked CUDA gdn backward kernels: the reverse dstates pass per column tile, the gradients per
+ * (head, chunk). */
 
 /*
  * The CPU twin's RN(chunk_backward) (src/cpu/gdn_tmpl_chunk_bwd.h, which
- * holds the derivation, steps (1)..(10) below): a forward pass over the
- * chunks stores every chunk-start state as the forward stores it (st(S),
- * bf16 in the bf16 configuration) in the head's workspace; a reverse pass
- * recomputes G, D, A, T, W, U, V', P from that state with the forward's own
- * functions (same bits) and carries dS = dL/dS from dht (or zero).  Out:
- * dq, dk of this value head (the driver sums the group), dv, dg, dbeta and,
- * with h0, dh0 = the cotangent left after the first chunk.
+ * holds the derivation, steps (1)..(10) below), after the forward's prep
+ * and states kernels have left every chunk's S' (st(S), bf16 in the bf16
+ * configuration), T, W, U, V' and P in its slice (the same bits as the
+ * forward's):
+ *
+ *   dstates  per (head, column tile of the state), chunks in reverse: the
+ *            end cotangent dS of each chunk into its slice (from dht or
+ *            zero), (1) dV' from it, and (5)'s recursion to the chunk's
+ *            start; what is left after the first chunk is dh0;
+ *   grads    per (head, chunk): steps (2)..(10) from S', dS, V', dV':
+ *            dq, dk of this value head (the driver sums the group), dv,
+ *            dg, dbeta.
  *
  * Accumulation orders follow the CPU where a sum is a rounding point of
  * the algorithm: the gate cotangent dG gets its contributions step by step
@@ -58,10 +64,48 @@ __device__ void pair_gates(float *dG, const float *z, int C, int L)
     __syncthreads();
 }
 
-/* Gradients of one chunk; w.Sst holds its start state, w.dS the cotangent
-   of its end state, replaced by that of its start state. */
+/* One chunk of the dstates pass on the state columns [j0, j0 + nv): dS
+   (the head's running cotangent, K x V, row stride V) is the cotangent of
+   the chunk's end state on entry, stored in the slice, and of its start
+   state on return; dV' of those columns into the slice. */
 template <int P>
-__device__ void chunk_backward_one(const cws &w, const head &h, int64_t t0, int L, float *red)
+__device__ void chunk_dstate_cols(const cws &w, const head &h, const pws &pw, int64_t t0, int L,
+                                  int j0, int nv)
+{
+    const int C = w.C, K = w.K, V = w.V;
+    const float s = h.scale;
+    const float *q = h.q + t0 * h.qs, *k = h.k + t0 * h.qs, *dO = h.dO + t0 * h.vs;
+    float *dS = pw.S;
+    const float gl = w.G[L - 1], gC = expf(gl);
+    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+        const int x = e / nv * V + j0 + e % nv;
+        w.dS[x] = dS[x];
+    }
+    /* (1) dV' = s P^T dO + diag(delta) K dSn */
+    blk_mm<P>(w.dVp + j0, V, 0, L, nv, L, mk(w.P, 1, C), mk(dO + j0, h.vs, 1), false);
+    blk_mm<P>(w.tV + j0, V, 0, L, nv, K, mk(k, h.qs, 1), mk(dS + j0, V, 1), false);
+    __syncthreads();
+    for (int e = threadIdx.x; e < L * nv; e += blockDim.x) {
+        const int i = e / nv, j = j0 + e % nv, x = i * V + j;
+        w.dVp[x] = fmaf(expf(__fsub_rn(gl, w.G[i])), w.tV[x], __fmul_rn(s, w.dVp[x]));
+        w.tV[x] = __fmul_rn(w.gam[i], dO[i * h.vs + j]); /* same thread: read, then write */
+    }
+    __syncthreads();
+    /* (5) dS = s Q^T diag(gamma) dO + gC dSn - W^T dV' */
+    blk_mm<P>(pw.dSn + j0, V, 0, K, nv, L, mk(q, 1, h.qs), mk(w.tV + j0, V, 1), false);
+    blk_mm<P>(pw.WtdV + j0, V, 0, K, nv, L, mk(w.W, 1, K), mk(w.dVp + j0, V, 1), false);
+    __syncthreads();
+    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+        const int x = e / nv * V + j0 + e % nv;
+        dS[x] = __fsub_rn(__fadd_rn(__fmul_rn(s, pw.dSn[x]), __fmul_rn(gC, dS[x])), pw.WtdV[x]);
+    }
+    __syncthreads();
+}
+
+/* Gradients of one chunk from its slice: S' (w.Sst), the end cotangent
+   (w.dS), V', dV' and P. */
+template <int P>
+__device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, float *red)
 {
     const int C = w.C, K = w.K, V = w.V, KV = K * V;
     const float s = h.scale;
@@ -73,15 +117,8 @@ __device__ void chunk_backward_one(const cws &w, const head &h, int64_t t0, int 
 
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         dG[i] = 0.f, dbo[i * h.gs] = 0.f;
-    chunk_p<P>(w, h, t0, L);
-
-    /* (1) dV' = s P^T dO + diag(delta) K dSn */
-    blk_mm<P>(w.dVp, V, 0, L, V, L, mk(w.P, 1, C), mk(dO, h.vs, 1), false);
-    blk_mm<P>(w.tV, V, 0, L, V, K, mk(k, h.qs, 1), mk(w.dS, V, 1), false);
-    __syncthreads();
-    for (int e = threadIdx.x; e < L * V; e += blockDim.x)
-        w.dVp[e] = fmaf(expf(__fsub_rn(gl, w.G[e / V])), w.tV[e], __fmul_rn(s, w.dVp[e]));
-    /* (2) dP = s dO V'^T -> gate terms, then dP <- d(QK^T) = dP . M */
+    /* (1), dV', came from the dstates pass. (2) dP = s dO V'^T -> gate terms, then dP <- d(QK^T) =
+     * dP . M */
     blk_mm<P>(w.dP, C, 0, L, L, V, mk(dO, h.vs, 1), mk(w.Vp, 1, V), false);
     __syncthreads();
     for (int e = threadIdx.x; e < L * L; e += blockDim.x) {
@@ -138,22 +175,13 @@ __device__ void chunk_backward_one(const cws &w, const head &h, int64_t t0, int 
             acc = __fadd_rn(acc, w.tmp[i]);
         dG[m] = __fsub_rn(acc, w.tmp[m]);
     }
-    /* (5) dS = s Q^T diag(gamma) dO + gC dSn - W^T dV', and the gC gate */
+    /* (5) the gC gate (the dS recursion ran in the dstates pass) */
     const float sd = blk_dot(w.dS, w.Sst, KV, red); /* synchronises */
     if (threadIdx.x == 0)
         dG[L - 1] = __fadd_rn(dG[L - 1], __fmul_rn(gC, sd));
-    for (int e = threadIdx.x; e < L * V; e += blockDim.x) {
-        const int i = e / V, j = e % V;
-        w.tV[e] = __fmul_rn(w.gam[i], dO[i * h.vs + j]);
-    }
-    __syncthreads();
-    blk_mm<P>(w.dSn, V, 0, K, V, L, mk(q, 1, h.qs), mk(w.tV, V, 1), false);
-    blk_mm<P>(w.WtdV, V, 0, K, V, L, mk(w.W, 1, K), mk(w.dVp, V, 1), false);
     /* (6) dW = -dV' S^T */
     blk_mm<P>(w.dW, K, 0, L, K, V, mk(w.dVp, V, 1), mk(w.Sst, 1, V), false);
     __syncthreads();
-    for (int e = threadIdx.x; e < KV; e += blockDim.x)
-        w.dS[e] = __fsub_rn(__fadd_rn(__fmul_rn(s, w.dSn[e]), __fmul_rn(gC, w.dS[e])), w.WtdV[e]);
     for (int e = threadIdx.x; e < L * K; e += blockDim.x)
         w.dW[e] = -w.dW[e];
     __syncthreads();
@@ -229,71 +257,59 @@ __device__ void chunk_backward_one(const cws &w, const head &h, int64_t t0, int 
 }
 
 template <int P>
-__global__ void __launch_bounds__(CHUNK_THREADS)
-    gdn_chunk_bwd_kernel(const ra_gpu_gdn_args a, int C, int inv, float *ws, int64_t ws_len)
+__global__ void __launch_bounds__(PASS_THREADS)
+    gdn_chunk_dstates_kernel(const ra_gpu_gdn_args a, const group g)
 {
-    __shared__ float red[CHUNK_THREADS];
-    const int64_t bh = blockIdx.x;
-    const head h = make_head(a, bh);
-    const cws w = make_cws(ws + bh * ws_len, C, h.K, h.V, inv);
-    const int KV = h.K * h.V;
-    const int64_t nch = (h.T + C - 1) / C;
-    chunk_init_state(w, h);
-    for (int64_t c = 0; c < nch; c++) {
-        const int64_t t0 = c * C;
-        const int L = chunk_rows(h, C, c);
-        chunk_store_state<P>(w);
-        for (int e = threadIdx.x; e < KV; e += blockDim.x)
-            w.states[c * KV + e] = w.Sst[e];
-        chunk_prep<P>(w, h, t0, L);
-        chunk_vprime<P>(w, L);
-        chunk_update<P>(w, h, t0, L);
+    int64_t hl;
+    int j0, nv;
+    pass_block(g, (int)a.s.V, hl, j0, nv);
+    const head h = make_head(a, g.h0 + hl);
+    const int K = h.K, V = h.V;
+    const pws pw = make_pws(g, K, V, hl);
+    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+        const int x = e / nv * V + j0 + e % nv;
+        pw.S[x] = h.dht ? h.dht[x] : 0.f;
     }
-    for (int e = threadIdx.x; e < KV; e += blockDim.x)
-        w.dS[e] = h.dht ? h.dht[e] : 0.f;
-    for (int64_t c = nch - 1; c >= 0; c--) {
-        const int64_t t0 = c * C;
-        const int L = chunk_rows(h, C, c);
-        __syncthreads();
-        for (int e = threadIdx.x; e < KV; e += blockDim.x)
-            w.Sst[e] = w.states[c * KV + e];
-        __syncthreads();
-        chunk_prep<P>(w, h, t0, L);
-        chunk_vprime<P>(w, L);
-        chunk_backward_one<P>(w, h, t0, L, red);
-    }
+    __syncthreads();
+    for (int64_t c = g.nch - 1; c >= 0; c--)
+        chunk_dstate_cols<P>(make_cws(g, K, V, hl, c), h, pw, c * g.C, chunk_rows(h, g.C, c), j0,
+                             nv);
     if (h.dh0)
-        for (int e = threadIdx.x; e < KV; e += blockDim.x)
-            h.dh0[e] = w.dS[e];
+        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+            const int x = e / nv * V + j0 + e % nv;
+            h.dh0[x] = pw.S[x];
+        }
 }
 
 template <int P>
-static void launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, float *ws, int64_t ws_len)
+__global__ void __launch_bounds__(CHUNK_THREADS)
+    gdn_chunk_grads_kernel(const ra_gpu_gdn_args a, const group g)
 {
-    const unsigned grid = (unsigned)(a->s.B * a->s.Hv);
-    gdn_chunk_bwd_kernel<P><<<grid, CHUNK_THREADS>>>(*a, cfg->chunk, (int)cfg->inverse, ws, ws_len);
+    __shared__ float red[CHUNK_THREADS];
+    int64_t hl, c;
+    chunk_block(g, hl, c);
+    const head h = make_head(a, g.h0 + hl);
+    chunk_grads<P>(make_cws(g, h.K, h.V, hl, c), h, c * g.C, chunk_rows(h, g.C, c), red);
 }
 
 } // namespace ra_gpu
 
-cudaError_t ra_gpu_gdn_chunk_bwd(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, float *ws,
-                                 int64_t ws_len)
+using ra_gpu::group;
+
+cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
-    switch (cfg->prec) {
-    case RA_GPU_PREC_IEEE:
-        ra_gpu::launch<RA_GPU_PREC_IEEE>(cfg, a, ws, ws_len);
-        break;
-    case RA_GPU_PREC_TF32:
-        ra_gpu::launch<RA_GPU_PREC_TF32>(cfg, a, ws, ws_len);
-        break;
-    case RA_GPU_PREC_TF32X3:
-        ra_gpu::launch<RA_GPU_PREC_TF32X3>(cfg, a, ws, ws_len);
-        break;
-    case RA_GPU_PREC_BF16:
-        ra_gpu::launch<RA_GPU_PREC_BF16>(cfg, a, ws, ws_len);
-        break;
-    default:
-        return cudaErrorInvalidValue;
-    }
-    return cudaGetLastError();
+    const unsigned grid =
+        (unsigned)(g->nh * ((a->s.V + ra_gpu::PASS_COLS - 1) / ra_gpu::PASS_COLS));
+    return ra_gpu::by_prec(prec, [&](auto p) {
+        ra_gpu::gdn_chunk_dstates_kernel<decltype(p)::value>
+            <<<grid, ra_gpu::PASS_THREADS>>>(*a, *g);
+    });
+}
+
+cudaError_t ra_gpu_gdn_chunk_grads(int prec, const ra_gpu_gdn_args *a, const group *g)
+{
+    const unsigned grid = (unsigned)(g->nh * g->nch);
+    return ra_gpu::by_prec(prec, [&](auto p) {
+        ra_gpu::gdn_chunk_grads_kernel<decltype(p)::value><<<grid, ra_gpu::CHUNK_THREADS>>>(*a, *g);
+    });
 }

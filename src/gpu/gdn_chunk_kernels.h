@@ -3,11 +3,13 @@
 #define RA_GPU_GDN_CHUNK_KERNELS_H
 
 /*
- * gdn_chunk.cu validates the configuration and owns the workspace;
- * gdn_chunk_fwd.cu and gdn_chunk_bwd.cu each hold one kernel, instantiated
- * for the four operand precisions, and these launchers.  ws holds
- * B*Hv slices of ws_len floats (ra_gpu::ws_head_len); the launchers only
- * enqueue the grid (one block per (b, hv)) and return the launch error.
+ * gdn_chunk.cu validates the configuration, splits the heads into groups
+ * that fit the workspace and calls these in order for each group:
+ * forward prep, states, output; backward prep, states, dstates, grads
+ * (gdn_chunk.cuh says what each does).  gdn_chunk_fwd.cu holds the first
+ * three, gdn_chunk_bwd.cu the last two, each instantiated for the four
+ * operand precisions.  A launcher only enqueues its grid and returns the
+ * launch error (cudaErrorInvalidValue for an unknown precision).
  */
 
 #include <cstdint>
@@ -16,9 +18,15 @@
 
 #include "gpu/gdn_cuda_cxx.h"
 
-cudaError_t ra_gpu_gdn_chunk_fwd(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, float *ws,
-                                 int64_t ws_len);
-cudaError_t ra_gpu_gdn_chunk_bwd(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, float *ws,
-                                 int64_t ws_len);
+namespace ra_gpu
+{
+struct group;
+}
+
+cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+cudaError_t ra_gpu_gdn_chunk_grads(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 
 #endif

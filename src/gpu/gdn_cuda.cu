@@ -377,12 +377,27 @@ ra_status l2norm(float *xn, float *nrm, const float *x, Arena &ar, const ra_gdn_
     return RA_OK;
 }
 
-ra_status launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd)
+/* The chunked kernels' workspace, allocated before any timing. */
+struct Workspace {
+    float *p = nullptr;
+    int64_t n = 0;
+};
+
+ra_status workspace(Workspace *w, Arena &ar, const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a)
+{
+    if (cfg->algo != RA_GPU_GDN_CHUNK)
+        return RA_OK;
+    w->n = ra_gpu_gdn_chunk_ws_floats(cfg, a);
+    return w->n > 0 ? dev_floats(&w->p, ar, w->n, "the chunk workspace") : RA_OK;
+}
+
+ra_status launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd,
+                 const Workspace &w)
 {
     char msg[512] = "";
     const ra_status st = cfg->algo == RA_GPU_GDN_SEQ
                              ? ra_gpu_gdn_seq_launch(cfg, a, bwd, msg, sizeof msg)
-                             : ra_gpu_gdn_chunk_launch(cfg, a, bwd, msg, sizeof msg);
+                             : ra_gpu_gdn_chunk_launch(cfg, a, bwd, w.p, w.n, msg, sizeof msg);
     if (st != RA_OK)
         RA_ERRORF(st, "%s", msg[0] ? msg : "cuda gdn: kernel launch failed");
     return RA_OK;
@@ -435,9 +450,11 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
     if (!bwd) {
         RA_TRY(dev_floats(&a.o, ar, nv, "o"));
         RA_TRY(dev_floats(&a.ht, ar, ns, "ht"));
+        Workspace ws;
+        RA_TRY(workspace(&ws, ar, cfg, &a));
         KernelTimer timer;
         RA_TRY(timer.begin(kernel_ms, ar, device));
-        RA_TRY(launch(cfg, &a, 0));
+        RA_TRY(launch(cfg, &a, 0, ws));
         RA_TRY(timer.end());
         RA_TRY(emit(out, ar, "o", cfg->act_dtype, 4, v_shape, a.o));
         RA_TRY(emit(out, ar, "ht", cfg->aux_dtype, 4, state_shape, a.ht));
@@ -460,9 +477,11 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
     RA_TRY(dev_floats(&dq, ar, rows * K, "dq"));
     RA_TRY(dev_floats(&dk, ar, rows * K, "dk"));
 
+    Workspace ws;
+    RA_TRY(workspace(&ws, ar, cfg, &a));
     KernelTimer timer;
     RA_TRY(timer.begin(kernel_ms, ar, device));
-    RA_TRY(launch(cfg, &a, 1));
+    RA_TRY(launch(cfg, &a, 1, ws));
     group_sum_rows<<<grid_for(rows), 256>>>(dq, a.dqv, q, qnrm, rows, Hk, Hv / Hk, K);
     group_sum_rows<<<grid_for(rows), 256>>>(dk, a.dkv, k, knrm, rows, Hk, Hv / Hk, K);
     CU_TRY(cudaGetLastError(), "launch of the group-sum kernel");

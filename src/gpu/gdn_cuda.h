@@ -103,8 +103,12 @@ typedef struct ra_gpu_gdn_args {
    bwd = 1: gradients (outputs may be NULL then). */
 ra_status ra_gpu_gdn_seq_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd,
                                 char *msg, size_t msglen);
+/* The chunked family runs in a device workspace the caller allocates
+   (outside any timing): ra_gpu_gdn_chunk_ws_floats floats (0 for a
+   configuration the launch refuses). */
+int64_t ra_gpu_gdn_chunk_ws_floats(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a);
 ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd,
-                                  char *msg, size_t msglen);
+                                  float *ws, int64_t ws_floats, char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }
