@@ -40,3 +40,9 @@ TESTS += tests/t-cpu-glr
 tests_t_cpu_glr_SOURCES = tests/t-cpu-glr.c tests/ref-testutil.h
 tests_t_cpu_glr_CFLAGS = $(TEST_CFLAGS)
 tests_t_cpu_glr_LDADD = tests/libtestutil.la $(TEST_LIBS)
+
+# bigdn's registered rows: wiring, the quick suite, gates that bite.
+check_PROGRAMS += tests/t-bigdn-variants
+TESTS += tests/t-bigdn-variants
+tests_t_bigdn_variants_CFLAGS = $(TEST_CFLAGS)
+tests_t_bigdn_variants_LDADD = tests/libtestutil.la $(TEST_LIBS)
