@@ -23,6 +23,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/bigdn_case.h"
 #include "core/tensor.h"
@@ -105,18 +108,36 @@ ra_status ra_cpu_bigdn_run(const ra_cpu_bigdn_cfg *cfg, const ra_case *c, ra_ten
     return st;
 }
 
+/* The kernels' parallel loops take OpenMP's thread count: run->threads
+   (when > 0) for this call, restored afterwards (results do not depend on
+   it). */
+static ra_status run_row(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run,
+                         int backward)
+{
+#ifdef _OPENMP
+    const int before = omp_get_max_threads();
+    if (run && run->threads > 0)
+        omp_set_num_threads(run->threads);
+#else
+    (void)run;
+#endif
+    const ra_status st = ra_cpu_bigdn_run(self->data, c, out, backward);
+#ifdef _OPENMP
+    omp_set_num_threads(before);
+#endif
+    return st;
+}
+
 ra_status ra_cpu_bigdn_forward_row(const ra_variant *self, const ra_case *c, ra_tensors *out,
                                    ra_run *run)
 {
-    (void)run; /* the kernels take OpenMP's thread count; results do not depend on it */
-    return ra_cpu_bigdn_run(self->data, c, out, 0);
+    return run_row(self, c, out, run, 0);
 }
 
 ra_status ra_cpu_bigdn_backward_row(const ra_variant *self, const ra_case *c, ra_tensors *grads,
                                     ra_run *run)
 {
-    (void)run;
-    return ra_cpu_bigdn_run(self->data, c, grads, 1);
+    return run_row(self, c, grads, run, 1);
 }
 
 #define CFG(m) (&(const ra_cpu_bigdn_cfg){m})
