@@ -2,7 +2,7 @@
 # bigdn and bigdn.core from the command line: gen (every regime), a certified
 # reference with every gradient, the check report's cos column for every
 # tensor, gradcheck at >= 30 digits in both modes, seed 003's derivations,
-# refusals.
+# refusals, the registered CPU variants on the quick suite.
 . "${top_srcdir:-.}/tests/cli-lib.sh"
 
 RECAUDIT_CACHE=$work/cache
@@ -38,4 +38,11 @@ expect_status 0 derive --op bigdn.core --out $work/d.md && expect_grep out 'tota
 expect_status 2 gen --op bigdn --shape B=1,F=3,S=4,H=2,D=3 -o x.safetensors && expect_grep err 'D=3 is odd' "odd D"
 expect_status 2 gen --op bigdn --shape B=1,F=3,S=4,H=2 -o x.safetensors && expect_grep err 'missing D' "shape field"
 expect_status 2 gen --op bigdn --shape B=1,F=3,S=4,H=2,D=4 --regime hymo -o x.safetensors
+# The registered CPU variants: listed with their classes, and the quick
+# suite's bigdn rows pass their gates (tests/t-bigdn-variants shows the gates
+# failing a kernel that declares a finer class than its products have).
+expect_status 0 list variants 'bigdn*' &&
+    expect_grep out '^bigdn.core.cpu.f32.p2 .* bf16 ' "core p2 declares bf16"
+expect_status 0 validate --suite quick --variant 'bigdn*' &&
+    expect_grep out '^[1-9][0-9]* passed, 0 failed, 0 skipped$' "bigdn quick rows pass"
 finish

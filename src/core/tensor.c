@@ -320,6 +320,18 @@ void ra_tensor_from_doubles(ra_tensor *t, const double *in)
         ra_tensor_set(t, i, in[i]);
 }
 
+void ra_tensor_to_floats(float *out, const ra_tensor *t)
+{
+    for (int64_t i = 0; i < t->numel; i++)
+        out[i] = (float)ra_tensor_get(t, i);
+}
+
+void ra_tensor_from_floats(ra_tensor *t, const float *in)
+{
+    for (int64_t i = 0; i < t->numel; i++)
+        ra_tensor_set(t, i, in[i]);
+}
+
 void ra_tensor_count_nonfinite(const ra_tensor *t, int64_t *nan, int64_t *inf)
 {
     int64_t nn = 0, ni = 0;

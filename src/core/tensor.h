@@ -107,6 +107,10 @@ ra_status ra_tensor_get_mpfr(mpfr_ptr out, const ra_tensor *t, int64_t i);
 /* Whole tensor into a caller array of numel doubles / from one. */
 void ra_tensor_to_doubles(double *out, const ra_tensor *t);
 void ra_tensor_from_doubles(ra_tensor *t, const double *in);
+/* The same with a float array: to_floats rounds each value once (RNE; exact
+   for f32, bf16 and f16 tensors), from_floats stores them as set does. */
+void ra_tensor_to_floats(float *out, const ra_tensor *t);
+void ra_tensor_from_floats(ra_tensor *t, const float *in);
 
 /* Counts of NaN and infinite elements. */
 void ra_tensor_count_nonfinite(const ra_tensor *t, int64_t *nan, int64_t *inf);

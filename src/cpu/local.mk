@@ -9,7 +9,8 @@ librecaudit_a_SOURCES += src/cpu/cpu.h src/cpu/variants.c \
 	src/cpu/glr_variants.h src/cpu/glr_variants.c
 # bigdn's CPU kernels on plain arrays (seed 003's phases, P0/P1/P2).
 librecaudit_a_SOURCES += src/cpu/bigdn_f32.h src/cpu/bigdn_f32.c src/cpu/bigdn_f64.c \
-	src/cpu/bigdn_tmpl_fwd.h src/cpu/bigdn_tmpl_bwd.h
+	src/cpu/bigdn_tmpl_fwd.h src/cpu/bigdn_tmpl_bwd.h \
+	src/cpu/bigdn_variants.h src/cpu/bigdn_variants.c
 check_PROGRAMS += tests/t-bigdn-cpu tests/t-bigdn-cpu-modes
 TESTS += tests/t-bigdn-cpu tests/t-bigdn-cpu-modes
 tests_t_bigdn_cpu_SOURCES = tests/t-bigdn-cpu.c tests/bigdn-cpu-testutil.h
@@ -39,3 +40,9 @@ TESTS += tests/t-cpu-glr
 tests_t_cpu_glr_SOURCES = tests/t-cpu-glr.c tests/ref-testutil.h
 tests_t_cpu_glr_CFLAGS = $(TEST_CFLAGS)
 tests_t_cpu_glr_LDADD = tests/libtestutil.la $(TEST_LIBS)
+
+# bigdn's registered rows: wiring, the quick suite, gates that bite.
+check_PROGRAMS += tests/t-bigdn-variants
+TESTS += tests/t-bigdn-variants
+tests_t_bigdn_variants_CFLAGS = $(TEST_CFLAGS)
+tests_t_bigdn_variants_LDADD = tests/libtestutil.la $(TEST_LIBS)

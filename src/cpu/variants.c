@@ -12,6 +12,7 @@
 #include "cpu/gdn_variants.h"
 #include "cpu/scan_variants.h"
 #include "cpu/glr_variants.h"
+#include "cpu/bigdn_variants.h"
 
 static const struct {
     const ra_variant *rows;
@@ -20,6 +21,7 @@ static const struct {
     {ra_cpu_gdn_variants, &ra_cpu_gdn_nvariants},
     {ra_cpu_scan_variants, &ra_cpu_scan_nvariants},
     {ra_cpu_glr_variants, &ra_cpu_glr_nvariants},
+    {ra_cpu_bigdn_variants, &ra_cpu_bigdn_nvariants},
 };
 
 #define NTABLES (sizeof tables / sizeof tables[0])
