@@ -19,8 +19,9 @@ const ra_gpu_gdn_row ra_gpu_gdn_rows[] = {
      "recomputed segments",
      "gdn.cpu.f32", 0,
      {RA_GPU_GDN_SEQ, 0, RA_GPU_PREC_IEEE, RA_CPU_INV_FWDSUBST, RA_F32, RA_F32}},
-    /* Chunked WY rows (gdn_chunk*.cu): one block per (b, hv) head walking
-       its chunks; the backward recomputes the chunk states. */
+    /* Chunked WY rows (gdn_chunk*.cu): chunk-local work one block per
+       (head, chunk), the state recurrence one block per (head, 16 state
+       columns); the backward recomputes the chunk states. */
     {"gdn.cuda.chunk64.ieee",
      "chunked C=64, fp32 FFMA products in the CPU twin's order, T by forward substitution",
      "gdn.cpu.chunk64.ieee", 0,

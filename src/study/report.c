@@ -5,8 +5,8 @@
  * stream, the headline whenever the study knows it) and written at the
  * end, headline first, so a reader of reports/ sees the finding before the
  * method.  The stamp says what produced the numbers: the commit
- * ($RECAUDIT_COMMIT, which `make reports` sets from git, else `git
- * describe` in the working directory, else "unknown"), the recaudit
+ * ($RECAUDIT_COMMIT, which `make reports` sets from git, else "not
+ * recorded"), the recaudit
  * version, the date (UTC), the machine (uname, CPU model from
  * /proc/cpuinfo, online cores, threads), the GPU/driver/CUDA text when the
  * study used one, MPFR/GMP/GSL as they ran (run-time versions), the
@@ -126,24 +126,14 @@ void ra_report_set_points(ra_study_report *r, ra_points *p, const ra_plot *plot)
 
 /* --- the stamp ------------------------------------------------------------------------- */
 
+/* The commit comes from the caller: `git describe` in the working
+   directory would name whatever tree the binary happens to run in (a copy
+   on another host, another checkout), not the one it was built from. */
 static void commit_text(char *buf, size_t len)
 {
     const char *env = getenv("RECAUDIT_COMMIT");
-    if (env && env[0]) {
-        snprintf(buf, len, "%s", env);
-        return;
-    }
-    snprintf(buf, len, "unknown");
-    FILE *f = popen("git describe --always --dirty --abbrev=7 2>/dev/null", "r");
-    if (!f)
-        return;
-    char line[128];
-    if (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (line[0])
-            snprintf(buf, len, "%s", line);
-    }
-    pclose(f);
+    snprintf(buf, len, "%s",
+             env && env[0] ? env : "not recorded (set RECAUDIT_COMMIT; `make reports` does)");
 }
 
 static void cpu_model(char *buf, size_t len)
