@@ -17,5 +17,6 @@ const ra_command ra_commands[] = {
     {"bench", ra_cmd_bench, "kernel speed of variants on one case: ms, TFLOP/s, GB/s"},
     {"derive", ra_cmd_derive, "every closed-form gradient formula, shipped or published, against FD"},
     {"bench-ref", ra_cmd_bench_ref, "MPFR reference speed: op rate vs bare mpfr_fma, wall time"},
+    {"pairs", ra_cmd_pairs, "pairwise covering-array suite rows of an op's feature matrix"},
     {NULL, NULL, NULL},
 };

@@ -21,3 +21,5 @@ TESTS += tests/glr-cli.sh
 EXTRA_DIST += tests/glr-cli.sh
 TESTS += tests/derive-cli.sh
 EXTRA_DIST += tests/derive-cli.sh
+# Covering-array suites (src/audit/matrix.h): recaudit pairs.
+recaudit_SOURCES += src/cli/cmd_pairs.c

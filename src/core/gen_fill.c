@@ -81,6 +81,9 @@ static ra_status fill(ra_tensor *t, uint64_t seed, const ra_draw *d)
             for (size_t i = 0; i < n; i++)
                 buf[i] = -buf[i];
             break;
+        case RA_DRAW_UNIFORM:
+            ra_gen_uniform(buf, n, r, d->param, d->param2);
+            break;
         case RA_DRAW_ZERO:
             break;
         }

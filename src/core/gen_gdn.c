@@ -46,7 +46,8 @@
  * Sizes that overflow are refused by ra_tensor_new.
  */
 
-typedef enum { KEYS_UNIT_NORMAL, KEYS_UNIFORM } key_kind;
+typedef enum { KEYS_UNIT_NORMAL, KEYS_UNIFORM, KEYS_ALIGNED } key_kind;
+typedef enum { BETA_SIGMOID, BETA_SMALL, BETA_BIG } beta_kind;
 
 /* |k|^2 of raw-keys' keys: beta |k|^2 < 2 with a margin for the rounding
    of k to bf16 (2^-8 relative on |k|^2). */
@@ -60,6 +61,7 @@ typedef struct regime {
     double v_scale;    /* v = v_scale N(0,1), clipped to the dtype's range */
     double h0_scale;   /* h0 = h0_scale N(0,1) */
     int partial_chunk; /* refuses T % 64 == 0 */
+    beta_kind beta;
 } regime;
 
 /* The two tables are parallel: row i of one describes row i of the other. */
@@ -79,17 +81,31 @@ const ra_op_item ra_gdn_regimes[] = {
                     "N(0,1) clipped to the dtype's finite range; h0 = 2^17 N(0,1): with h0 "
                     "the state starts beyond the fp16 range (65504), without it it peaks "
                     "around it"},
+    /* Term-isolating regimes (docs/gdn.md, "Which regime isolates which
+       term"): each makes a gradient term that is small in the default
+       regime the dominant one. */
+    {"small-beta", "as default, but beta ~ Uniform(0.001, 0.02): the state keeps its past "
+                   "(h0, decay) and the delta correction is small; isolates the gate terms of "
+                   "dg and the state (S~^T k) term of dbeta"},
+    {"big-beta", "as default, but beta ~ Uniform(0.9, 1): every token overwrites its key's "
+                 "direction; isolates the beta-scaled terms of dk and dg"},
+    {"aligned-keys", "as default, but k = q (keys aligned with queries): each output reads the "
+                     "direction just written; isolates the rank-1 correction terms of dq and "
+                     "dk"},
     {NULL, NULL},
 };
 
 static const regime regimes[] = {
-    {KEYS_UNIT_NORMAL, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 0},
-    {KEYS_UNIT_NORMAL, GATE_ZERO, 0.0, 1.0, 1.0, 0},
-    {KEYS_UNIT_NORMAL, GATE_NEG_EXP, 1.8, 1.0, 1.0, 0},
-    {KEYS_UNIT_NORMAL, GATE_NEG_EXP, 1e-3, 1.0, 1.0, 0},
-    {KEYS_UNIFORM, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 0},
-    {KEYS_UNIT_NORMAL, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 1},
-    {KEYS_UNIT_NORMAL, GATE_NEG_EXP, 1e-3, 0x1p15, 0x1p17, 0},
+    {KEYS_UNIT_NORMAL, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 0, BETA_SIGMOID},
+    {KEYS_UNIT_NORMAL, GATE_ZERO, 0.0, 1.0, 1.0, 0, BETA_SIGMOID},
+    {KEYS_UNIT_NORMAL, GATE_NEG_EXP, 1.8, 1.0, 1.0, 0, BETA_SIGMOID},
+    {KEYS_UNIT_NORMAL, GATE_NEG_EXP, 1e-3, 1.0, 1.0, 0, BETA_SIGMOID},
+    {KEYS_UNIFORM, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 0, BETA_SIGMOID},
+    {KEYS_UNIT_NORMAL, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 1, BETA_SIGMOID},
+    {KEYS_UNIT_NORMAL, GATE_NEG_EXP, 1e-3, 0x1p15, 0x1p17, 0, BETA_SIGMOID},
+    {KEYS_UNIT_NORMAL, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 0, BETA_SMALL},
+    {KEYS_UNIT_NORMAL, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 0, BETA_BIG},
+    {KEYS_ALIGNED, GATE_LOGSIGMOID, 0.0, 1.0, 1.0, 0, BETA_SIGMOID},
 };
 
 _Static_assert(sizeof regimes / sizeof regimes[0] + 1 ==
@@ -189,8 +205,12 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
     const ra_dtype dt = dtype, st = dtype == RA_F64 ? RA_F64 : RA_F32;
     const int64_t qk[4] = {s->B, s->T, s->Hk, s->K}, vv[4] = {s->B, s->T, s->Hv, s->V},
                   gate[3] = {s->B, s->T, s->Hv}, state[4] = {s->B, s->Hv, s->K, s->V};
+    /* With l2norm the kernel normalises q and k itself: they are drawn
+       unnormalised (N(0,1), |k| near sqrt(K)), or a wrong l2norm backward
+       would see n = 1 and pass. */
+    const int64_t unit = spec->flags & RA_GDN_FLAG_L2NORM ? 0 : s->K;
     const ra_draw queries = rg->keys == KEYS_UNIFORM ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, 0, 0}
-                                                     : (ra_draw){RA_DRAW_NORMAL, 1.0, s->K, 0};
+                                                     : (ra_draw){RA_DRAW_NORMAL, 1.0, unit, 0};
     const ra_draw keys = rg->keys == KEYS_UNIFORM
                              ? (ra_draw){RA_DRAW_UNIFORM01, 0.0, s->K, sqrt(RAW_KEY_NORM2)}
                              : queries;
@@ -208,10 +228,19 @@ ra_status ra_gdn_generate(ra_case *c, const ra_case_spec *spec)
     const uint64_t seed = spec->seed;
     RA_TRY(ra_gen_add_tensor(c, "q", dt, 4, qk, seed, queries));
     RA_TRY(ra_gen_add_tensor(c, "k", dt, 4, qk, seed, keys));
+    if (rg->keys == KEYS_ALIGNED) {
+        const ra_tensor *q = ra_tensors_find(&c->tensors, "q");
+        ra_tensor *k = ra_tensors_find(&c->tensors, "k");
+        for (int64_t i = 0; i < k->numel; i++)
+            ra_tensor_set(k, i, ra_tensor_get(q, i));
+    }
     RA_TRY(ra_gen_add_tensor(c, "v", dt, 4, vv, seed,
                              (ra_draw){RA_DRAW_NORMAL, rg->v_scale, 0, 0}));
     RA_TRY(ra_gen_add_tensor(c, "g", st, 3, gate, seed, g));
-    RA_TRY(ra_gen_add_tensor(c, "beta", st, 3, gate, seed, (ra_draw){RA_DRAW_SIGMOID, 0.0, 0, 0}));
+    const ra_draw betas = rg->beta == BETA_SMALL ? (ra_draw){RA_DRAW_UNIFORM, 0.001, 0, 0.02}
+                          : rg->beta == BETA_BIG ? (ra_draw){RA_DRAW_UNIFORM, 0.9, 0, 1.0}
+                                                 : (ra_draw){RA_DRAW_SIGMOID, 0.0, 0, 0};
+    RA_TRY(ra_gen_add_tensor(c, "beta", st, 3, gate, seed, betas));
     if (spec->flags & RA_GDN_FLAG_H0)
         RA_TRY(ra_gen_add_tensor(c, "h0", st, 4, state, seed,
                                  (ra_draw){RA_DRAW_NORMAL, rg->h0_scale, 0, 0}));

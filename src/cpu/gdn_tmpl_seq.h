@@ -20,8 +20,9 @@
  * reconstructed by inverting a step.
  *
  * Faults (cpu/faults.h): DECAY_AFTER_UPDATE in the step (forward and
- * recomputation), FINAL_STATE_EARLY in the forward's ht, DBETA_TERM in the
- * backward's dbeta.  Errors: the only failure is allocation (returns 1).
+ * recomputation), FINAL_STATE_EARLY in the forward's ht, KTILE64 and
+ * TF32_OUTPUT in the output, DBETA_TERM, DK_BETA_TERM, DG_BETA_TERM,
+ * NO_DHT_LAST and CKPT256 in the backward.  Errors: the only failure is allocation (returns 1).
  */
 
 #include <stdlib.h>
@@ -53,17 +54,23 @@ static void RN(seq_step)(R *S, const RN(head) *h, int64_t t, R *u, int decay_aft
             S[i] = a * S[i];
 }
 
-/* o_t = S^T (scale q_t) into o; qs is K scratch. */
+/* o_t = S^T (scale q_t) into o; qs is K scratch.  Faults: KTILE64 reads
+   the first 64 key rows only; TF32_OUTPUT rounds both operands of the
+   product to TF32 (float only). */
 static void RN(seq_output)(R *o, const R *S, const RN(head) *h, int64_t t, R *qs)
 {
     const int64_t K = h->K, V = h->V;
+    const int64_t rows = (h->faults & RA_FAULT_KTILE64) && K > 64 ? 64 : K;
+    const int tf32 = !R_IS_F64 && (h->faults & RA_FAULT_TF32_OUTPUT);
     for (int64_t i = 0; i < K; i++)
         qs[i] = h->scale * h->q[t * K + i];
     for (int64_t j = 0; j < V; j++)
         o[j] = 0;
-    for (int64_t i = 0; i < K; i++)
+    for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < V; j++)
-            o[j] = R_FMA(S[i * V + j], qs[i], o[j]);
+            o[j] = tf32 ? R_FMA((R)ra_round_tf32_rna((float)S[i * V + j]),
+                                (R)ra_round_tf32_rna((float)qs[i]), o[j])
+                        : R_FMA(S[i * V + j], qs[i], o[j]);
 }
 
 static void RN(seq_init_state)(R *S, const RN(head) *h)
@@ -110,7 +117,12 @@ static int RN(seq_backward)(const RN(head) *h)
     const int64_t K = h->K, V = h->V, T = h->T, KV = K * V;
     const int decay_after = (h->faults & RA_FAULT_DECAY_AFTER_UPDATE) != 0;
     const int dbeta_fault = (h->faults & RA_FAULT_DBETA_TERM) != 0;
+    const int dk_fault = (h->faults & RA_FAULT_DK_BETA_TERM) != 0;
+    const int dg_fault = (h->faults & RA_FAULT_DG_BETA_TERM) != 0;
+    const int no_dht_fault = (h->faults & RA_FAULT_NO_DHT_LAST) && !h->dht;
     const int64_t seg = RN(seq_segment)(T), nseg = (T + seg - 1) / seg;
+    /* CKPT256: checkpoints in floor(256 / seg) slots, slot s mod that */
+    const int64_t nslot = (h->faults & RA_FAULT_CKPT256) && 256 / seg < nseg ? 256 / seg : nseg;
     R *mem = malloc((size_t)((nseg + seg + 3) * KV + 4 * V) * sizeof *mem);
     if (!mem)
         return 1;
@@ -120,7 +132,7 @@ static int RN(seq_backward)(const RN(head) *h)
     R *S = buf; /* the forward pass to the checkpoints runs in buf[0] */
     RN(seq_init_state)(S, h);
     for (int64_t s = 0; s < nseg; s++) {
-        memcpy(ckpt + s * KV, S, (size_t)KV * sizeof *S);
+        memcpy(ckpt + s % nslot * KV, S, (size_t)KV * sizeof *S);
         for (int64_t t = s * seg; t < T && t < (s + 1) * seg; t++)
             RN(seq_step)(S, h, t, tmp, decay_after);
     }
@@ -129,7 +141,7 @@ static int RN(seq_backward)(const RN(head) *h)
         lam[i] = h->dht ? h->dht[i] : 0;
     for (int64_t s = nseg - 1; s >= 0; s--) {
         const int64_t t0 = s * seg, t1 = (t0 + seg < T) ? t0 + seg : T;
-        memcpy(buf, ckpt + s * KV, (size_t)KV * sizeof *buf);
+        memcpy(buf, ckpt + s % nslot * KV, (size_t)KV * sizeof *buf);
         for (int64_t t = t0; t < t1; t++) {
             memcpy(buf + (t - t0 + 1) * KV, buf + (t - t0) * KV, (size_t)KV * sizeof *buf);
             RN(seq_step)(buf + (t - t0 + 1) * KV, h, t, tmp, decay_after);
@@ -139,7 +151,7 @@ static int RN(seq_backward)(const RN(head) *h)
             const R *q = h->q + t * K, *k = h->k + t * K, *v = h->v + t * V,
                     *dout = h->do_ + t * V;
             const R a = R_EXP(h->g[t]), beta = h->beta[t];
-            for (int64_t i = 0; i < K; i++) {
+            for (int64_t i = 0; i < K && !(no_dht_fault && t == T - 1); i++) {
                 const R qs = h->scale * q[i];
                 for (int64_t j = 0; j < V; j++)
                     lam[i * V + j] = R_FMA(qs, dout[j], lam[i * V + j]);
@@ -160,8 +172,11 @@ static int RN(seq_backward)(const RN(head) *h)
                 u[j] = beta * r[j];
             }
             for (int64_t i = 0; i < K; i++)
-                h->dk[t * K + i] =
-                    RN(dot)(lam + i * V, u, V) - beta * RN(dot)(St + i * V, du, V);
+                h->dk[t * K + i] = dk_fault ? RN(dot)(lam + i * V, u, V)
+                                            : RN(dot)(lam + i * V, u, V) -
+                                                  beta * RN(dot)(St + i * V, du, V);
+            if (dg_fault)
+                h->dg[t] = RN(dot)(lam, St, KV);
             h->dbeta[t] = RN(dot)(du, dbeta_fault ? v : r, V);
             for (int64_t j = 0; j < V; j++)
                 h->dv[t * V + j] = beta * du[j];
@@ -170,7 +185,8 @@ static int RN(seq_backward)(const RN(head) *h)
                 for (int64_t j = 0; j < V; j++)
                     lam[i * V + j] = R_FMA(bk, du[j], lam[i * V + j]);
             }
-            h->dg[t] = RN(dot)(lam, St, KV);
+            if (!dg_fault)
+                h->dg[t] = RN(dot)(lam, St, KV);
             for (int64_t i = 0; i < KV; i++)
                 lam[i] = a * lam[i];
         }
