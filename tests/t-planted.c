@@ -34,8 +34,13 @@
  *              (a non-default scale), FINAL_STATE_EARLY
  *   parameter  L2EPS_IGNORED, SCALE_TWICE, DECAY_AFTER_UPDATE
  *   precision  TF32_OUTPUT (one TF32 product in an f32 kernel),
- *              BF16_STATE (bf16 chunk states in ieee and tf32 kernels),
+ *              BF16_STATE (bf16 chunk states in ieee kernels),
  *              TF32_AS_IEEE (TF32 operands in ieee kernels)
+ *              In a tf32 kernel, bf16 chunk states measured at most 1.4x
+ *              the tf32 gates (o rel_rms 5.5e-3 against 4e-3): the tf32
+ *              and bf16 classes' own errors are within 5x of each other
+ *              (measured 1e-3 and 5.5e-3), so no gate can put a one-class-
+ *              lower state 3x past tf32's and keep tf32's own margin.
  *   small term DBETA_TERM, DK_BETA_TERM, DG_BETA_TERM, DG_STATE_TERM
  * Each variant list names the rows that honour the fault, one per class
  * where the fault lives in shared code (the driver), so the test stays
@@ -165,7 +170,8 @@ static const planted defects[] = {
     {RA_FAULT_DECAY_AFTER_UPDATE, {F32, F64}, {OUT}, "decay after the delta update"},
     /* precision class, judged by the declared class's gates */
     {RA_FAULT_TF32_OUTPUT, {F32}, {"o"}, "one TF32 product in an f32 kernel"},
-    {RA_FAULT_BF16_STATE, {IEEE, TF32}, {OUT}, "bf16 chunk states, fp32 declared"},
+    {RA_FAULT_BF16_STATE, {IEEE, "gdn.cpu.chunk128.ieee.schur"}, {OUT},
+     "bf16 chunk states, fp32 declared"},
     {RA_FAULT_TF32_AS_IEEE, {IEEE}, {OUT}, "TF32 operands in an ieee kernel"},
     /* small terms */
     {RA_FAULT_DBETA_TERM, {F32, BF16, SCHUR_BF16}, {"dbeta"}, "dbeta without its state term"},
