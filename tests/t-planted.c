@@ -132,10 +132,12 @@ static void expect_planted_caught(const planted *d)
                       d->what, d->variants[v], best, d->tensors[0], MARGIN);
         printf("planted %-40s %-30s %8.3gx  (%s %s %s %s %s)\n", d->what, d->variants[v], best,
                at->tensor, at->metric, at->id.shape, at->id.regime, at->id.dtype);
+        fflush(stdout);
         if (worst < 0 || best < worst)
             worst = best;
     }
     printf("planted %-40s worst margin %.3gx\n", d->what, worst);
+    fflush(stdout);
     ra_rows_clear(&rows);
     ra_registry_free(reg);
 }
@@ -199,6 +201,98 @@ START_TEST(special_defects_distinct)
 }
 END_TEST
 
+
+/* Term-isolating regimes (docs/gdn.md, "Which regime isolates which
+   term").  For each planted small-term defect, in the variant of the
+   lowest class that carries it, the regime that makes the dropped term
+   dominant must show it at >= 10x that variant's gate (value / threshold
+   of its worst gated row on the gradient), and at least as clearly as
+   the default regime does.  One case, B=1, T=136, Hk=1, Hv=2, K=V=32
+   (three chunks of 64, two of 128), with h0, f32 inputs; the ratio in
+   every regime below is printed (the figures of docs/gdn.md). */
+typedef struct isolating {
+    unsigned fault;
+    const char *variant, *tensor, *regime;
+} isolating;
+
+static const isolating isolators[] = {
+    {RA_FAULT_DBETA_TERM, BF16, "dbeta", "large-state"},
+    {RA_FAULT_DK_BETA_TERM, F32, "dk", "large-state"},
+    {RA_FAULT_DG_BETA_TERM, F32, "dg", "raw-keys"},
+    {RA_FAULT_DG_STATE_TERM, BF16, "dg", "near-unit+large-state+big-beta"},
+};
+
+static const char *const regimes_shown[] = {"default",
+                                            "zero-gate",
+                                            "strong-decay",
+                                            "near-unit",
+                                            "raw-keys",
+                                            "small-beta",
+                                            "big-beta",
+                                            "aligned-keys",
+                                            "large-state",
+                                            "default+large-state",
+                                            "default+large-state+small-beta",
+                                            "near-unit+large-state+big-beta",
+                                            NULL};
+
+/* The worst value / threshold of the defect's gated rows on its tensor. */
+static double term_margin(const isolating *t, const char *regime)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "op\tshape\tregime\tdtype\tdirection\tseed\tflags\n"
+             "gdn\tB=1,T=136,Hk=1,Hv=2,K=32,V=32\t%s\tf32\tfwd+bwd\t5\th0\n",
+             regime);
+    ra_suite s;
+    ra_suite_init(&s);
+    ck_assert_msg(ra_suite_parse(&s, text, "isolating suite") == RA_OK, "%s", ra_last_error());
+    planted d = {t->fault, {t->variant, NULL}, {t->tensor, NULL}, "isolating"};
+    ra_cpu_gdn_cfg cfgs[4];
+    ra_registry *reg = faulty_registry(&d, cfgs);
+    ra_audit_opts o;
+    ra_audit_opts_init(&o);
+    o.gates = &gates;
+    o.iso.in_process = 1;
+    ra_rows rows;
+    ra_rows_init(&rows);
+    ck_assert_msg(ra_validate(&rows, reg, "gdn.*", &s, &o) == RA_OK, "%s", ra_last_error());
+    double m = -1;
+    for (size_t i = 0; i < rows.n; i++) {
+        const ra_row *r = &rows.v[i];
+        if (strcmp(r->tensor, t->tensor) == 0 && r->gated && !r->higher_is_better &&
+            r->value / r->threshold > m)
+            m = r->value / r->threshold;
+    }
+    ck_assert_msg(m >= 0, "no gated row on %s", t->tensor);
+    ra_rows_clear(&rows);
+    ra_registry_free(reg);
+    ra_suite_clear(&s);
+    return m;
+}
+
+START_TEST(regress_isolating_regime)
+{
+    const isolating *t = &isolators[_i];
+    double in_regime = -1, in_default = -1;
+    for (const char *const *r = regimes_shown; *r; r++) {
+        double m = term_margin(t, *r);
+        printf("isolating %-8d %-22s %-6s %-32s %9.3gx its gate\n", (int)_i, t->variant,
+               t->tensor, *r, m);
+        fflush(stdout);
+        if (strcmp(*r, t->regime) == 0)
+            in_regime = m;
+        if (strcmp(*r, "default") == 0)
+            in_default = m;
+    }
+    ck_assert_msg(in_regime >= 10, "%s %s: the dropped term shows at %.3gx its gate in %s (need 10x)",
+                  t->variant, t->tensor, in_regime, t->regime);
+    ck_assert_msg(in_regime >= in_default,
+                  "%s %s: %s shows the term less than default does (%.3gx < %.3gx)", t->variant,
+                  t->tensor, t->regime, in_regime, in_default);
+}
+END_TEST
+
 static Suite *planted_suite(void)
 {
     Suite *s = suite_create("planted");
@@ -208,6 +302,12 @@ static Suite *planted_suite(void)
     tcase_add_test(tc, special_defects_distinct);
     tcase_set_timeout(tc, 900);
     suite_add_tcase(s, tc);
+    TCase *iso = tcase_create("isolating");
+    tcase_add_checked_fixture(iso, setup, teardown);
+    tcase_add_loop_test(iso, regress_isolating_regime, 0,
+                        (int)(sizeof isolators / sizeof isolators[0]));
+    tcase_set_timeout(iso, 600);
+    suite_add_tcase(s, iso);
     return s;
 }
 

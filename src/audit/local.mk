@@ -4,7 +4,7 @@ librecaudit_a_SOURCES += src/audit/registry.c src/audit/registry.h \
 	src/audit/tsv.c src/audit/tsv.h \
 	src/audit/gates.c src/audit/gates.h \
 	src/audit/suite.c src/audit/suite.h \
-	src/audit/matrix.c src/audit/matrix.h \
+	src/audit/gdn_matrix.c src/audit/gdn_matrix.h \
 	src/audit/audit.c src/audit/validate.c src/audit/audit.h \
 	src/audit/report.c src/audit/report.h \
 	src/audit/wire.c src/audit/wire.h src/audit/isolate.c src/audit/isolate.h \
@@ -47,6 +47,9 @@ tests_t_sensitivity_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 TESTS += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
 EXTRA_DIST += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
+# quick's gdn rows against `recaudit pairs` (src/audit/gdn_matrix.c).
+TESTS += tests/suite-pairs.sh
+EXTRA_DIST += tests/suite-pairs.sh
 EXTRA_DIST += docs/external.md
 
 # Variants in child processes (src/audit/isolate.h) and the wire format of

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/matrix.h"
+#include "audit/gdn_matrix.h"
 #include "audit/suite.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -13,7 +13,7 @@
 
 /*
  * Without --suite: writes the suite rows (TSV, no header) of the pairwise
- * covering array over the op's feature matrix (src/audit/matrix.h), the
+ * covering array over the op's feature matrix (src/audit/gdn_matrix.h), the
  * rows data/suites/quick.tsv holds for that op, seeds from --seed (default
  * 100) on.  With --suite: how many of the matrix's pairs the suite covers,
  * and the pairs it misses.  Deterministic: tests/suite-pairs.sh checks
@@ -83,7 +83,8 @@ static int report(const char *name, const char *op)
         st = ra_matrix_coverage(&s, op, &covered, &total, &excluded);
     if (st == RA_OK && !total) {
         ra_suite_clear(&s);
-        return ra_cli_usage_error("pairs", "op '%s' has no feature matrix (gdn has)", op);
+        return ra_cli_usage_error("pairs", "op '%s' has no feature matrix (%s has)", op,
+                                  ra_matrix_default_op());
     }
     if (st != RA_OK) {
         ra_suite_clear(&s);
@@ -105,7 +106,7 @@ int ra_cmd_pairs(int argc, char **argv)
     int rc = ra_cli_parse(&cli, &pairs_syntax, argc, argv, &a);
     if (rc != RA_CLI_GO)
         return rc;
-    const char *op = cli.op ? cli.op : "gdn";
+    const char *op = cli.op ? cli.op : ra_matrix_default_op();
     rc = ra_cli_no_more(&cli) ? 2 : 0;
     ra_cli_args_clear(&cli);
     if (rc)

@@ -1,6 +1,6 @@
-/* Feature matrices of the operations and covering arrays (pairwise suites) over them. */
-#ifndef RA_AUDIT_MATRIX_H
-#define RA_AUDIT_MATRIX_H
+/* Feature matrices (gdn's, the only one so far) and covering arrays (pairwise suites) over them. */
+#ifndef RA_AUDIT_GDN_MATRIX_H
+#define RA_AUDIT_GDN_MATRIX_H
 
 #include <stddef.h>
 
@@ -42,8 +42,11 @@ size_t ra_matrix_missing(const ra_suite *s, const char *op, char *buf, size_t le
    RA_EINVAL for an op without a matrix. */
 ra_status ra_matrix_generate(char **text, size_t *nrows, const char *op, unsigned long long seed0);
 
-/* "covered/total" of every op with a matrix present in s, for
-   `list suites` ("-" when none). */
+/* The operation whose matrix `recaudit pairs` uses by default (gdn). */
+const char *ra_matrix_default_op(void);
+
+/* "gdn C/T pairs (X excluded by cost)" for `list suites` ("-" when the
+   suite has no rows of an op with a matrix). */
 void ra_matrix_coverage_text(char *buf, size_t len, const ra_suite *s);
 
 #endif

@@ -1,7 +1,7 @@
 /* Feature matrices (gdn's) and the pairwise covering arrays that quick is built from. */
 #include <config.h>
 
-#include "audit/matrix.h"
+#include "audit/gdn_matrix.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -441,10 +441,13 @@ ra_status ra_matrix_generate(char **text, size_t *nrows, const char *op, unsigne
     return RA_OK;
 }
 
+const char *ra_matrix_default_op(void) { return "gdn"; }
+
 void ra_matrix_coverage_text(char *buf, size_t len, const ra_suite *s)
 {
     size_t covered, total, excluded;
-    if (ra_matrix_coverage(s, "gdn", &covered, &total, &excluded) != RA_OK || !total) {
+    if (ra_matrix_coverage(s, "gdn", &covered, &total, &excluded) != RA_OK || !total ||
+        !covered) {
         snprintf(buf, len, "-");
         return;
     }
