@@ -474,9 +474,9 @@ START_TEST(data_shipped_suites)
        chunk, h0, bf16 inputs and gradients somewhere in the grid. */
     /* every gdn regime but tail as a row's regime or a component of one
        (composites A+B); tail's partial last chunk is on every gdn row */
-    static const char *regimes[] = {"default",     "zero-gate",  "strong-decay", "near-unit",
-                                    "raw-keys",    "large-state", "small-beta",  "big-beta",
-                                    "aligned-keys"};
+    static const char *regimes[] = {"default",    "zero-gate", "strong-decay",
+                                    "near-unit",  "raw-keys",  "large-state",
+                                    "small-beta", "big-beta",  "aligned-keys"};
     ra_suite s;
     ra_suite_init(&s);
     ck_assert_int_eq(ra_suite_load(&s, "quick"), RA_OK);
@@ -520,7 +520,8 @@ START_TEST(data_shipped_suites)
     for (size_t i = 0; i < s.n; i++) {
         t4096 |= strcmp(s.rows[i].spec.shape, "B=1,T=4096,Hk=16,Hv=32,K=128,V=128") == 0;
         t32768 |= strcmp(s.rows[i].spec.shape, "B=1,T=32768,Hk=16,Hv=32,K=128,V=128") == 0;
-        nki |= strstr(s.rows[i].spec.shape, "T=2304,") && strstr(s.rows[i].spec.shape, "K=128,V=128");
+        nki |=
+            strstr(s.rows[i].spec.shape, "T=2304,") && strstr(s.rows[i].spec.shape, "K=128,V=128");
     }
     ck_assert(t4096 && t32768 && nki);
     ra_suite_clear(&s);

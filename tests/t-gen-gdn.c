@@ -69,9 +69,8 @@ static void check_tensor(const ra_case *c, const char *name, ra_dtype dt, int nd
 
 START_TEST(special_regime_table)
 {
-    const char *want[] = {"default",     "zero-gate",  "strong-decay", "near-unit",
-                          "raw-keys",    "tail",       "large-state",  "small-beta",
-                          "big-beta",    "aligned-keys"};
+    const char *want[] = {"default", "zero-gate",   "strong-decay", "near-unit", "raw-keys",
+                          "tail",    "large-state", "small-beta",   "big-beta",  "aligned-keys"};
     const ra_op_item *r = ra_gdn_regimes;
     for (int i = 0; i < 10; i++) {
         ck_assert_str_eq(r[i].name, want[i]);

@@ -1,4 +1,5 @@
-/* Planted defects of every class (shape, path, parameter, precision class, small term) against quick. */
+/* Planted defects of every class (shape, path, parameter, precision class, small term) against
+ * quick. */
 #include <config.h>
 
 #include <check.h>
@@ -118,9 +119,8 @@ static void expect_planted_caught(const planted *d)
         const ra_row *at = NULL;
         for (size_t i = 0; i < rows.n; i++) {
             const ra_row *r = &rows.v[i];
-            if (strcmp(r->variant, d->variants[v]) || r->verdict != RA_VERDICT_FAIL ||
-                !r->gated || r->higher_is_better || !on_tensor(d, r->tensor) ||
-                !(r->threshold > 0))
+            if (strcmp(r->variant, d->variants[v]) || r->verdict != RA_VERDICT_FAIL || !r->gated ||
+                r->higher_is_better || !on_tensor(d, r->tensor) || !(r->threshold > 0))
                 continue;
             double m = r->value / r->threshold; /* NaN fails every gate: as caught */
             if (m != m)
@@ -172,7 +172,9 @@ static const planted defects[] = {
     {RA_FAULT_DECAY_AFTER_UPDATE, {F32, F64}, {OUT}, "decay after the delta update"},
     /* precision class, judged by the declared class's gates */
     {RA_FAULT_TF32_OUTPUT, {F32}, {"o"}, "one TF32 product in an f32 kernel"},
-    {RA_FAULT_BF16_STATE, {IEEE, "gdn.cpu.chunk128.ieee.schur"}, {OUT},
+    {RA_FAULT_BF16_STATE,
+     {IEEE, "gdn.cpu.chunk128.ieee.schur"},
+     {OUT},
      "bf16 chunk states, fp32 declared"},
     {RA_FAULT_TF32_AS_IEEE, {IEEE}, {OUT}, "TF32 operands in an ieee kernel"},
     /* small terms */
@@ -200,7 +202,6 @@ START_TEST(special_defects_distinct)
     ck_assert_uint_eq(seen, RA_FAULT_ALL);
 }
 END_TEST
-
 
 /* Term-isolating regimes (docs/gdn.md, "Which regime isolates which
    term").  For each planted small-term defect, in the variant of the
@@ -277,16 +278,17 @@ START_TEST(regress_isolating_regime)
     double in_regime = -1, in_default = -1;
     for (const char *const *r = regimes_shown; *r; r++) {
         double m = term_margin(t, *r);
-        printf("isolating %-8d %-22s %-6s %-32s %9.3gx its gate\n", (int)_i, t->variant,
-               t->tensor, *r, m);
+        printf("isolating %-8d %-22s %-6s %-32s %9.3gx its gate\n", (int)_i, t->variant, t->tensor,
+               *r, m);
         fflush(stdout);
         if (strcmp(*r, t->regime) == 0)
             in_regime = m;
         if (strcmp(*r, "default") == 0)
             in_default = m;
     }
-    ck_assert_msg(in_regime >= 10, "%s %s: the dropped term shows at %.3gx its gate in %s (need 10x)",
-                  t->variant, t->tensor, in_regime, t->regime);
+    ck_assert_msg(in_regime >= 10,
+                  "%s %s: the dropped term shows at %.3gx its gate in %s (need 10x)", t->variant,
+                  t->tensor, in_regime, t->regime);
     ck_assert_msg(in_regime >= in_default,
                   "%s %s: %s shows the term less than default does (%.3gx < %.3gx)", t->variant,
                   t->tensor, t->regime, in_regime, in_default);

@@ -15,15 +15,16 @@
  * of that op falls in exactly one class of every feature (numbers by
  * range: K=48 is in the K<=64 class), so a suite's coverage is the number
  * of (feature a = x, feature b = y) pairs that some row exhibits, out of
- * all pairs.  docs/develop.md: a suite that covers every pair catches
- * every defect that needs at most two features to show.
+ * all pairs (docs/gdn.md, "Coverage"): a suite that covers every pair
+ * catches every defect that needs at most two features to show.
  *
  * ra_matrix_generate builds a covering array: greedy (AETG-like), one row
- * at a time, each the cheapest of a few candidates among those covering
- * the most new pairs, so every pair appears in some row while the big
- * shapes (K = V = 256) go to rows with small T and B.  Deterministic: the
- * same matrix gives the same rows on every machine (its own LCG, no libc
- * rand).
+ * at a time, the candidate with the most new pairs per second of
+ * estimated validate time, so the big shapes (K = V = 256) go to rows
+ * with small T and B; pairs whose cheapest row is over a cost cap, or
+ * that combine values no row may (raw-keys with big-beta), are excluded
+ * and reported.  Deterministic: the same matrix gives the same rows on
+ * every machine (its own LCG, no libc rand).
  */
 
 /* Coverage of suite s by op's matrix: pairs covered, total, and how many
@@ -45,7 +46,7 @@ ra_status ra_matrix_generate(char **text, size_t *nrows, const char *op, unsigne
 /* The operation whose matrix `recaudit pairs` uses by default (gdn). */
 const char *ra_matrix_default_op(void);
 
-/* "gdn C/T pairs (X excluded by cost)" for `list suites` ("-" when the
+/* "gdn C/T pairs (X excluded)" for `list suites` ("-" when the
    suite has no rows of an op with a matrix). */
 void ra_matrix_coverage_text(char *buf, size_t len, const ra_suite *s);
 

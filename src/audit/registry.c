@@ -168,8 +168,8 @@ double ra_pclass_unit(const char *pclass)
     static const struct {
         const char *name;
         int log2u;
-    } units[] = {{"f64", -53}, {"f32", -24}, {"ieee", -24}, {"tf32x3", -24},
-                 {"tf32", -11}, {"bf16", -8}};
+    } units[] = {{"f64", -53},    {"f32", -24},  {"ieee", -24},
+                 {"tf32x3", -24}, {"tf32", -11}, {"bf16", -8}};
     for (size_t i = 0; pclass && i < sizeof units / sizeof units[0]; i++)
         if (strcmp(units[i].name, pclass) == 0)
             return ldexp(1.0, units[i].log2u);

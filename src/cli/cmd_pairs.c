@@ -1,4 +1,5 @@
-/* `recaudit pairs`: the covering-array rows of an operation's feature matrix, or a suite's coverage. */
+/* `recaudit pairs`: the covering-array rows of an operation's feature matrix, or a suite's
+ * coverage. */
 #include <config.h>
 
 #include <stdio.h>
@@ -90,7 +91,8 @@ static int report(const char *name, const char *op)
         ra_suite_clear(&s);
         return ra_status_exit_code(st);
     }
-    printf("%s: %s pairs covered %zu of %zu (%zu excluded from the covering array by cost)\n",
+    printf("%s: %s pairs covered %zu of %zu (%zu excluded from the covering array: cost or not "
+           "allowed)\n",
            name, op, covered, total, excluded);
     static char buf[1 << 16];
     size_t missing = ra_matrix_missing(&s, op, buf, sizeof buf);

@@ -87,8 +87,9 @@ const ra_op_item ra_gdn_regimes[] = {
     {"small-beta", "as default, but beta ~ Uniform(0.001, 0.02): the state keeps its past "
                    "(h0, decay) and the delta correction is small; isolates the gate terms of "
                    "dg and the state (S~^T k) term of dbeta"},
-    {"big-beta", "as default, but beta ~ Uniform(0.75, 0.9): each token mostly overwrites its key's "
-                 "direction; isolates the beta-scaled terms of dk and dg"},
+    {"big-beta",
+     "as default, but beta ~ Uniform(0.75, 0.9): each token mostly overwrites its key's "
+     "direction; isolates the beta-scaled terms of dk and dg"},
     {"aligned-keys", "as default, but k = q (keys aligned with queries): each output reads the "
                      "direction just written; isolates the rank-1 correction terms of dq and "
                      "dk"},
@@ -131,7 +132,8 @@ _Static_assert(sizeof axes / sizeof axes[0] == sizeof regimes / sizeof regimes[0
 static int regime_index(const char *name, size_t len)
 {
     for (int i = 0; ra_gdn_regimes[i].name; i++)
-        if (strlen(ra_gdn_regimes[i].name) == len && strncmp(ra_gdn_regimes[i].name, name, len) == 0)
+        if (strlen(ra_gdn_regimes[i].name) == len &&
+            strncmp(ra_gdn_regimes[i].name, name, len) == 0)
             return i;
     return -1;
 }
@@ -176,8 +178,8 @@ static int find_regime(regime *out, const char *name)
                        "regimes other than default that set different inputs, in the order of "
                        "'recaudit list regimes')",
                        name, (int)n, p,
-                       i < 0    ? "unknown"
-                       : i == 0 ? "default after the first"
+                       i < 0       ? "unknown"
+                       : i == 0    ? "default after the first"
                        : i <= last ? "out of order"
                                    : "a second one of its axis");
             return -1;

@@ -171,7 +171,7 @@ static void RN(chunk_output)(RN(cws) *w, const RN(head) *h, int64_t t0, int64_t 
 
 /* The stored chunk-start state; BF16_STATE stores it in bf16 whatever
    the configuration declares (faults of the head). */
-static void RN(chunk_store_state)(RN(cws) *w, unsigned faults)
+static void RN(chunk_store_state)(RN(cws) * w, unsigned faults)
 {
     const int bf16 = w->store_bf16 || (faults & RA_FAULT_BF16_STATE);
     for (int64_t i = 0; i < w->K * w->V; i++)

@@ -120,8 +120,8 @@ static void RN(l2norm_back_rows)(R *dx, const R *x, const R *nrm, int64_t rows, 
 
 /* Sum of the per-value-head gradient over each group, into [B,Hk,T,K];
    the first `upto` heads of each group only (grp: all of them). */
-static void RN(group_sum)(R *dst, const R *perhead, int64_t B, int64_t Hk, int64_t grp,
-                          int64_t TK, int64_t upto)
+static void RN(group_sum)(R *dst, const R *perhead, int64_t B, int64_t Hk, int64_t grp, int64_t TK,
+                          int64_t upto)
 {
     for (int64_t b = 0; b < B; b++)
         for (int64_t hk = 0; hk < Hk; hk++) {
@@ -226,8 +226,8 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
         scale = scale * scale;
     if (p.l2norm) {
         for (int w = 0; w < 2; w++) {
-            int64_t bad = RN(l2norm_rows)(w ? bf.kn : bf.qn, w ? bf.knrm : bf.qnrm,
-                                          w ? bf.k : bf.q, B * Hk * T, K, l2eps);
+            int64_t bad = RN(l2norm_rows)(w ? bf.kn : bf.qn, w ? bf.knrm : bf.qnrm, w ? bf.k : bf.q,
+                                          B * Hk * T, K, l2eps);
             if (bad >= 0) {
                 RN(bufs_free)(&bf);
                 /* bad indexes the head-major [B,Hk,T] rows. */
@@ -298,10 +298,11 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
     } else {
         const int l2back = (faults & RA_FAULT_L2NORM_BACK) != 0;
         RN(group_sum)(bf.dq, bf.dqh, B, Hk, grp, T * K, grp);
-        RN(group_sum)(bf.dk, bf.dkh, B, Hk, grp, T * K,
-                      (faults & RA_FAULT_DK_GROUP_SUM)  ? 1
-                      : (faults & RA_FAULT_GQA_PAIR) ? 2
-                                                     : grp);
+        RN(group_sum)
+        (bf.dk, bf.dkh, B, Hk, grp, T * K,
+         (faults & RA_FAULT_DK_GROUP_SUM) ? 1
+         : (faults & RA_FAULT_GQA_PAIR)   ? 2
+                                          : grp);
         if (p.l2norm) {
             RN(l2norm_back_rows)(bf.dq, bf.q, bf.qnrm, B * Hk * T, K, l2back);
             RN(l2norm_back_rows)(bf.dk, bf.k, bf.knrm, B * Hk * T, K, l2back);

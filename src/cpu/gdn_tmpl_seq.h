@@ -112,7 +112,7 @@ static int64_t RN(seq_segment)(int64_t T)
     return s < 16 ? 16 : s;
 }
 
-static int RN(seq_backward)(const RN(head) *h)
+static int RN(seq_backward)(const RN(head) * h)
 {
     const int64_t K = h->K, V = h->V, T = h->T, KV = K * V;
     const int decay_after = (h->faults & RA_FAULT_DECAY_AFTER_UPDATE) != 0;
@@ -148,8 +148,7 @@ static int RN(seq_backward)(const RN(head) *h)
         }
         for (int64_t t = t1 - 1; t >= t0; t--) {
             const R *Sp = buf + (t - t0) * KV, *Sc = Sp + KV;
-            const R *q = h->q + t * K, *k = h->k + t * K, *v = h->v + t * V,
-                    *dout = h->do_ + t * V;
+            const R *q = h->q + t * K, *k = h->k + t * K, *v = h->v + t * V, *dout = h->do_ + t * V;
             const R a = R_EXP(h->g[t]), beta = h->beta[t];
             for (int64_t i = 0; i < K && !(no_dht_fault && t == T - 1); i++) {
                 const R qs = h->scale * q[i];
@@ -172,9 +171,9 @@ static int RN(seq_backward)(const RN(head) *h)
                 u[j] = beta * r[j];
             }
             for (int64_t i = 0; i < K; i++)
-                h->dk[t * K + i] = dk_fault ? RN(dot)(lam + i * V, u, V)
-                                            : RN(dot)(lam + i * V, u, V) -
-                                                  beta * RN(dot)(St + i * V, du, V);
+                h->dk[t * K + i] =
+                    dk_fault ? RN(dot)(lam + i * V, u, V)
+                             : RN(dot)(lam + i * V, u, V) - beta * RN(dot)(St + i * V, du, V);
             if (dg_fault)
                 h->dg[t] = RN(dot)(lam, St, KV);
             h->dbeta[t] = RN(dot)(du, dbeta_fault ? v : r, V);
