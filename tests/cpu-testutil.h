@@ -176,7 +176,7 @@ static inline ra_cpu_gdn_cfg chunk_f64(int chunk, ra_cpu_inverse inv)
     return c;
 }
 
-static const ra_cpu_gdn_cfg seq_f64 = {RA_CPU_SEQ,          1,      0,      RA_CPU_ROUND_IEEE,
+static const ra_cpu_gdn_cfg seq_f64 = {RA_CPU_SEQ,          1,      0,     RA_CPU_ROUND_IEEE,
                                        RA_CPU_INV_FWDSUBST, RA_F64, RA_F64, 0};
 
 static inline double max_rel(const ra_tensor *a, const ra_tensor *b)
