@@ -4,7 +4,7 @@
 . "${top_srcdir:-.}/tests/cli-lib.sh"
 
 shape=B=1,T=70,Hk=1,Hv=2,K=8,V=8
-expect_status 0 bench --variant 'gdn.cpu.f3*' --shape $shape --reps 3 --format csv --json b.json
+expect_status 0 bench --variant 'gdn.cpu.f3[0-9]' --shape $shape --reps 3 --format csv --json b.json
 expect_grep out '^variant,device,direction,reps,median_ms,min_ms,max_ms,TFLOP/s,GB/s,timer,note$' "csv header"
 for d in fwd bwd fwd+bwd; do
     expect_grep out "^gdn\.cpu\.f32,cpu,$d,3,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*,variant,-\$" "row $d"

@@ -172,12 +172,12 @@ static inline double variant_tol(const char *name)
 /* The double chunked configurations (test only). */
 static inline ra_cpu_gdn_cfg chunk_f64(int chunk, ra_cpu_inverse inv)
 {
-    ra_cpu_gdn_cfg c = {RA_CPU_CHUNK, 1, chunk, RA_CPU_ROUND_IEEE, inv, RA_F64, RA_F64, 0};
+    ra_cpu_gdn_cfg c = {RA_CPU_CHUNK, 1, chunk, RA_CPU_ROUND_IEEE, inv, RA_F64, RA_F64, 0, 0};
     return c;
 }
 
 static const ra_cpu_gdn_cfg seq_f64 = {RA_CPU_SEQ,          1,      0,     RA_CPU_ROUND_IEEE,
-                                       RA_CPU_INV_FWDSUBST, RA_F64, RA_F64, 0};
+                                       RA_CPU_INV_FWDSUBST, RA_F64, RA_F64, 0, 0};
 
 static inline double max_rel(const ra_tensor *a, const ra_tensor *b)
 {

@@ -143,7 +143,7 @@ START_TEST(special_errors)
     ra_tensors out;
     ra_tensors_init(&out);
     ra_cpu_gdn_cfg bad = {RA_CPU_CHUNK,        1,      64,    RA_CPU_ROUND_TF32,
-                          RA_CPU_INV_FWDSUBST, RA_F64, RA_F64, 0};
+                          RA_CPU_INV_FWDSUBST, RA_F64, RA_F64, 0, 0};
     ck_assert_int_eq(ra_cpu_gdn_forward(&bad, &c, &out, NULL), RA_EINVAL);
     bad = chunk_f64(0, RA_CPU_INV_FWDSUBST);
     ck_assert_int_eq(ra_cpu_gdn_forward(&bad, &c, &out, NULL), RA_EINVAL);

@@ -614,13 +614,91 @@ START_TEST(regress_threads)
 }
 END_TEST
 
+/* ------------------------------------------------------------- the reversal backward */
+
+/* Largest max_rel over the gradients of cfg against the f64 sequential. */
+static double worst_grad_error(const ra_case *c, const ra_cpu_gdn_cfg *cfg)
+{
+    result a, r;
+    run_cfg(&a, cfg, c, 0, 0);
+    run_cfg(&r, &seq_f64, c, 0, 0);
+    double worst = 0;
+    for (int i = 0; i < 6; i++) {
+        ra_tensor *x = ra_tensors_find(&a.b, bwd_names[i]),
+                  *y = ra_tensors_find(&r.b, bwd_names[i]);
+        if (x && y)
+            worst = fmax(worst, max_rel(x, y));
+    }
+    result_clear(&a);
+    result_clear(&r);
+    return worst;
+}
+
+/*
+ * gdn.cpu.f32.reversal's backward recovers S_{t-1} from S_t by inverting
+ * the step.  (1) Span 1 keeps every state, so its gradients are
+ * bit-identical to gdn.cpu.f32's (same steps, same adjoint).  (2) In
+ * double, span 8 with a = exp(g/100) ~ 1 and beta = 0.2 on unit keys
+ * (per-step gain <= 1/(0.99 * 0.8) = 1.26, 1.26^7 = 5) agrees with the
+ * recomputing f64 backward to 1e-12, as the chunk algebra does: a wrong
+ * inverse (a sign, the Sherman-Morrison factor) gives O(1).  (3) Under
+ * strong decay (g * 4: gains of 1/(exp(g) (1 - beta)) up to 1e3 per step)
+ * the f32 span-8 error exceeds 1e-3, 100x the span-1 error at least: the
+ * states really are reconstructed, and the amplification is real.  (4) A
+ * singular step (beta |k|^2 = 1 exactly) is refused as unsupported.
+ */
+START_TEST(regress_reversal)
+{
+    ra_case c;
+    make_case(&c, &(gen){1, 64, 1, 2, 8, 6, RA_F32, 1, 1, 0, 91, 1});
+    const ra_cpu_gdn_cfg *rev = ra_cpu_gdn_variant_cfg("gdn.cpu.f32.reversal");
+    ck_assert_ptr_nonnull(rev);
+    ck_assert_int_eq(rev->rev_span, 8);
+    ra_cpu_gdn_cfg one = *rev;
+    one.rev_span = 1;
+    result a, b;
+    run_cfg(&a, &one, &c, 0, 0);
+    run_cfg(&b, ra_cpu_gdn_variant_cfg("gdn.cpu.f32"), &c, 0, 0);
+    expect_changes(&a, &b, (const char *const[]){NULL}, "reversal span 1 vs gdn.cpu.f32");
+    result_clear(&a), result_clear(&b);
+    ra_case_clear(&c);
+
+    make_case(&c, &(gen){1, 64, 1, 2, 8, 6, RA_F64, 1, 1, 0, 92, 100});
+    ra_tensor *beta = tu_t(&c, "beta");
+    for (int64_t i = 0; i < beta->numel; i++)
+        ra_tensor_set(beta, i, 0.2);
+    ra_cpu_gdn_cfg d = seq_f64;
+    d.rev_span = 8;
+    double e = worst_grad_error(&c, &d);
+    ck_assert_msg(e <= 1e-12, "f64 reversal span 8: max_rel %g > 1e-12", e);
+    ra_case_clear(&c);
+
+    make_case(&c, &(gen){1, 64, 1, 2, 8, 6, RA_F32, 1, 1, 0, 93, 0.25});
+    double e1 = worst_grad_error(&c, &one), e8 = worst_grad_error(&c, rev);
+    ck_assert_msg(e8 > 1e-3 && e8 > 100 * e1, "strong decay: span 8 %g, span 1 %g", e8, e1);
+
+    /* token 3 of head 0: unit key e_0 and beta = 1 make the step singular */
+    ra_tensor *k = tu_t(&c, "k");
+    for (int64_t i = 0; i < 8; i++)
+        ra_tensor_set(k, 3 * 8 + i, i == 0);
+    ra_tensor_set(tu_t(&c, "beta"), 3 * 2, 1.0);
+    ra_tensors out;
+    ra_tensors_init(&out);
+    tu_capture();
+    tu_expect_error(ra_cpu_gdn_backward(rev, &c, &out, NULL), RA_EUNSUPPORTED, "singular");
+    ra_set_error_handler(NULL);
+    ra_tensors_clear(&out);
+    ra_case_clear(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cpu-gdn");
     tu_tcase(s, "special", NULL, NULL, special_beta0, special_t1, special_overwrite);
     tu_tcase(s, "data", NULL, NULL, data_chunk_f64_vs_seq, data_fd_f64);
     tu_tcase(s, "random", NULL, NULL, random_rounding, random_tf32x3, random_inverse);
-    tu_tcase(s, "regress", NULL, NULL, regress_threads);
+    tu_tcase(s, "regress", NULL, NULL, regress_threads, regress_reversal);
     return s;
 }
 

@@ -513,17 +513,19 @@ START_TEST(data_shipped_suites)
     ra_suite_clear(&s);
 
     /* full: the production gdn shape of the source documents (B=1, Hk=16,
-       Hv=32, K=V=128, T from 4096 to 32768) and NKI's T up to 2304. */
+       Hv=32, K=V=128, T from 4096 to 32768) and NKI's T up to 2304, and seed
+       003's bigdn layer (B=1, F=11, S=920, H=20, D=112). */
     ra_suite_init(&s);
     ck_assert_int_eq(ra_suite_load(&s, "full"), RA_OK);
-    int t4096 = 0, t32768 = 0, nki = 0;
+    int t4096 = 0, t32768 = 0, nki = 0, sana = 0;
     for (size_t i = 0; i < s.n; i++) {
         t4096 |= strcmp(s.rows[i].spec.shape, "B=1,T=4096,Hk=16,Hv=32,K=128,V=128") == 0;
         t32768 |= strcmp(s.rows[i].spec.shape, "B=1,T=32768,Hk=16,Hv=32,K=128,V=128") == 0;
-        nki |=
-            strstr(s.rows[i].spec.shape, "T=2304,") && strstr(s.rows[i].spec.shape, "K=128,V=128");
+        nki |= strstr(s.rows[i].spec.shape, "T=2304,") && strstr(s.rows[i].spec.shape, "K=128,V=128");
+        sana |= strcmp(s.rows[i].spec.op, "bigdn") == 0 &&
+                strcmp(s.rows[i].spec.shape, "B=1,F=11,S=920,H=20,D=112") == 0;
     }
-    ck_assert(t4096 && t32768 && nki);
+    ck_assert(t4096 && t32768 && nki && sana);
     ra_suite_clear(&s);
 
     /* A missing suite names what it looked for. */

@@ -59,17 +59,25 @@ START_TEST(special_rows)
             char d[64];
             snprintf(d, sizeof d, "d%s", t->name);
             const ra_op_tensor *twin = ra_op_tensor_find(op, d);
-            /* every output has its cotangent, every input its gradient */
+            /* every output has its cotangent, every differentiable input its gradient */
             if (t->role == RA_ROLE_OUTPUT) {
                 nout++;
                 ck_assert_msg(twin && twin->role == RA_ROLE_COTANGENT, "%s: no %s", op->name, d);
             }
-            if (t->role == RA_ROLE_INPUT) {
+            if (t->role == RA_ROLE_INPUT && ra_op_input_nondiff(op, t->name)) {
+                nin++;
+                ck_assert_msg(!twin, "%s: %s has a gradient but is nondiff", op->name, d);
+            } else if (t->role == RA_ROLE_INPUT) {
                 nin++;
                 ck_assert_msg(twin && twin->role == RA_ROLE_GRADIENT, "%s: no %s", op->name, d);
                 ck_assert_int_eq(twin->optional, t->optional);
             }
             ck_assert(t->shape && *t->shape);
+        }
+        for (const char *const *nd = op->nondiff; nd && *nd; nd++) {
+            const ra_op_tensor *t = ra_op_tensor_find(op, *nd);
+            ck_assert_msg(t && t->role == RA_ROLE_INPUT, "%s: nondiff %s is no input", op->name,
+                          *nd);
         }
         ck_assert_uint_ge(nin, 1);
         ck_assert_uint_ge(nout, 1);

@@ -72,6 +72,14 @@ START_TEST(special_builtin)
         int nki = strstr(names[i], "neumann") || strstr(names[i], "schur");
         ck_assert_int_eq(!!(v->caps & RA_GDN_NEEDS_UNIT_KEYS), nki);
     }
+    /* the study subject beside them: the sequential f32 kernel with a
+       reversal backward, gated only where inverting steps is stable */
+    const ra_variant *rev = ra_registry_find(r, "gdn.cpu.f32.reversal");
+    ck_assert_ptr_nonnull(rev);
+    ck_assert_str_eq(rev->pclass, "f32");
+    ck_assert(rev->caps & RA_GDN_NEEDS_STABLE_STEPS && rev->caps & RA_BWD);
+    ck_assert(!(ra_registry_find(r, "gdn.cpu.f32")->caps & RA_GDN_NEEDS_STABLE_STEPS));
+    ck_assert_uint_ge(ncpu, listed + 1);
     ck_assert_uint_eq(ra_registry_count_matching(r, "*.cpu.*"), ncpu);
     ck_assert_uint_ge(ncpu, listed);
     /* the scan family's rows (their own list: other ops, other checks) */

@@ -278,6 +278,34 @@ START_TEST(special_supports)
     ck_assert(ra_variant_supports(&nki, &c, 0, why, sizeof why));
     ra_kv_remove(&c.params, "l2norm");
 
+    /* stable-steps: gain 1 / (exp(g) min(1, |1 - beta |k|^2|)) <= 4/3 on
+       every token.  g = 0, beta = 0.2: rows (0.6, 0.8) give 1/0.8 = 1.25;
+       row 77, (0.8, 0.8), gives 1/(1 - 0.256) = 1.344 > 4/3; under l2norm
+       every |k|^2 is 1 and the gain 1.25.  g = log(0.5) at one token of a
+       unit row: 1/(0.5 * 0.8) = 2.5. */
+    ra_variant rev = bare;
+    rev.caps |= RA_GDN_NEEDS_STABLE_STEPS | RA_GDN_CAP_L2NORM;
+    ra_tensor *gt, *bt;
+    ck_assert_int_eq(ra_tensors_new(&c.tensors, &gt, "g", RA_F32, 3, (int64_t[]){1, 128, 1}),
+                     RA_OK);
+    ck_assert_int_eq(ra_tensors_new(&c.tensors, &bt, "beta", RA_F32, 3, (int64_t[]){1, 128, 1}),
+                     RA_OK);
+    for (int t = 0; t < 128; t++)
+        ra_tensor_set(bt, t, 0.2);
+    ck_assert(!ra_variant_supports(&rev, &c, 0, why, sizeof why));
+    ck_assert_str_eq(why, "needs stable steps (requirement stable-steps): a step's inverse "
+                          "amplifies by up to 1.34 > 4/3");
+    ck_assert(ra_variant_supports(&bare, &c, 0, why, sizeof why));
+    ra_kv_set(&c.params, "l2norm", "true");
+    ck_assert(ra_variant_supports(&rev, &c, 0, why, sizeof why));
+    ra_tensor_set(gt, 9, log(0.5));
+    ck_assert(!ra_variant_supports(&rev, &c, 0, why, sizeof why));
+    ck_assert_str_eq(why, "needs stable steps (requirement stable-steps): a step's inverse "
+                          "amplifies by up to 2.5 > 4/3");
+    ra_kv_remove(&c.params, "l2norm");
+    ra_tensor_free(ra_tensors_take(&c.tensors, "g"));
+    ra_tensor_free(ra_tensors_take(&c.tensors, "beta"));
+
     /* Execution: outputs, metadata; a backward clashing with an output is
        refused; no cotangent, no backward. */
     ra_kv_set(&c.params, "seed", "3");

@@ -20,7 +20,16 @@ enum {
        unnormalised keys put (I+A)^-1 out of range).  A case whose keys
        have |k|^2 > 1.01 somewhere and that does not ask for in-kernel
        l2norm is outside its envelope: the audit skips it, saying so. */
-    RA_GDN_NEEDS_UNIT_KEYS = RA_CAP_OP(4)
+    RA_GDN_NEEDS_UNIT_KEYS = RA_CAP_OP(4),
+    /* Requirement: the variant recovers states by inverting steps (a
+       reversal backward), S_{t-1} = (I - beta k k^T)^-1 (S_t - beta k v^T)
+       / exp(g), which multiplies an error by up to 1 / (exp(g) min(1,
+       |1 - beta |k|^2|)) per step; it is defined where that factor is at
+       most 4/3 on every token (|k|^2 = 1 under in-kernel l2norm), so the
+       7 steps of a span of 8 amplify by less than 8.  Elsewhere its error
+       is unbounded (reports/reversal.md) and the audit skips the case,
+       saying so. */
+    RA_GDN_NEEDS_STABLE_STEPS = RA_CAP_OP(5)
 };
 
 /* Every gdn capability of a variant that serves all cases. */

@@ -22,7 +22,8 @@
  * forms are right); with --grads FILE the gradients in FILE are (any
  * backward's output, with the tensor names that docs/gdn.md defines).  One
  * row per input tensor with the decimal digits of agreement; exit 1 when a
- * row is below --min-digits.
+ * row is below --min-digits; the last column counts the elements left out
+ * because they sit near a non-differentiable point (a ReLU kink).
  */
 
 typedef struct gc_args {
@@ -169,20 +170,21 @@ static ra_status make_case(ra_case *c, const gc_args *a)
 static ra_status print_result(const ra_gc_result *r, ra_format fmt)
 {
     static const char *const headers[] = {"tensor", "n",  "digits",  "rel_err",
-                                          "worst",  "fd", "analytic"};
+                                          "worst",  "fd", "analytic", "excluded"};
     ra_table *t;
-    RA_TRY(ra_table_new(&t, 7, headers));
+    RA_TRY(ra_table_new(&t, 8, headers));
     ra_status st = RA_OK;
     for (size_t i = 0; st == RA_OK && i < r->n; i++) {
         const ra_gc_row *w = &r->rows[i];
-        char n[32], dig[32], rel[32], worst[32], fd[40], an[40];
+        char n[32], dig[32], rel[32], worst[32], fd[40], an[40], ex[32];
         snprintf(n, sizeof n, "%lld", (long long)w->n);
         snprintf(dig, sizeof dig, "%.1f", w->digits);
         snprintf(rel, sizeof rel, "%.3g", w->rel);
         snprintf(worst, sizeof worst, "%lld", (long long)w->worst);
         snprintf(fd, sizeof fd, "%.17g", w->fd);
         snprintf(an, sizeof an, "%.17g", w->an);
-        const char *cells[] = {w->tensor, n, dig, rel, worst, fd, an};
+        snprintf(ex, sizeof ex, "%lld", (long long)w->excluded);
+        const char *cells[] = {w->tensor, n, dig, rel, worst, fd, an, ex};
         st = ra_table_add_row(t, cells);
     }
     if (st == RA_OK)

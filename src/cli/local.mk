@@ -19,6 +19,8 @@ EXTRA_DIST += tests/regress-lib.sh $(REGRESS_IO_TESTS)
 recaudit_SOURCES += src/cli/cmd_derive.c
 TESTS += tests/glr-cli.sh
 EXTRA_DIST += tests/glr-cli.sh
+TESTS += tests/bigdn-cli.sh
+EXTRA_DIST += tests/bigdn-cli.sh
 TESTS += tests/derive-cli.sh
 EXTRA_DIST += tests/derive-cli.sh
 # Covering-array suites (src/audit/matrix.h): recaudit pairs.

@@ -53,6 +53,9 @@ static const ra_op_cap caps[] = {
     {RA_GDN_CAP_L2NORM, "l2norm", "in-kernel L2 normalisation of q and k"},
     {RA_GDN_CAP_TAIL, "tail", "T not a multiple of 64"},
     {RA_GDN_NEEDS_UNIT_KEYS, "unit-keys", "requirement: defined for |k|^2 <= 1.01 only"},
+    {RA_GDN_NEEDS_STABLE_STEPS, "stable-steps",
+     "requirement: defined where every step's inverse amplifies by <= 4/3 "
+     "(exp(g) min(1, |1 - beta |k|^2|) >= 3/4)"},
     {0, NULL, NULL},
 };
 
@@ -130,6 +133,38 @@ static double max_row_norm2(const ra_tensor *t)
     return worst;
 }
 
+/* The largest per-step error amplification of inverting the gdn step,
+   1 / (exp(g) min(1, |1 - beta |k|^2|)) over every (b, t, hv), with
+   |k|^2 = 1 under l2norm; NaN when a tensor is missing or malformed
+   (then the variant's own validation refuses the case). */
+static double max_inverse_gain(const ra_case *c, int l2norm)
+{
+    const ra_tensor *k = ra_tensors_find(&c->tensors, "k");
+    const ra_tensor *g = ra_tensors_find(&c->tensors, "g");
+    const ra_tensor *b = ra_tensors_find(&c->tensors, "beta");
+    if (!k || !g || !b || k->ndim != 4 || g->ndim != 3 || b->numel != g->numel ||
+        g->shape[0] != k->shape[0] || g->shape[1] != k->shape[1] || k->shape[2] < 1 ||
+        g->shape[2] % k->shape[2] != 0)
+        return NAN;
+    const int64_t Hk = k->shape[2], K = k->shape[3], Hv = g->shape[2], grp = Hv / Hk;
+    double worst = 0;
+    for (int64_t i = 0; i < g->numel; i++) {
+        const int64_t bt = i / Hv, hv = i % Hv, row = bt * Hk + hv / grp;
+        double n2 = 0;
+        for (int64_t d = 0; !l2norm && d < K; d++) {
+            double x = ra_tensor_get(k, row * K + d);
+            n2 += x * x;
+        }
+        if (l2norm)
+            n2 = 1;
+        double m = fabs(1 - ra_tensor_get(b, i) * n2);
+        double gain = 1 / (exp(ra_tensor_get(g, i)) * (m < 1 ? m : 1));
+        if (!(gain <= worst)) /* NaN propagates */
+            worst = gain;
+    }
+    return worst;
+}
+
 static int supports(const ra_variant *v, const ra_case *c, char *why, size_t len)
 {
     const ra_tensor *q = ra_tensors_find(&c->tensors, "q");
@@ -160,6 +195,16 @@ static int supports(const ra_variant *v, const ra_case *c, char *why, size_t len
         if (!(worst <= UNIT_KEYS_MAX_NORM2)) {
             snprintf(why, len, "needs unit-norm keys (requirement unit-keys): max |k|^2 = %.3g",
                      worst);
+            return 0;
+        }
+    }
+    if (v->caps & RA_GDN_NEEDS_STABLE_STEPS) {
+        double gain = max_inverse_gain(c, l2norm);
+        if (!(gain <= 4.0 / 3.0)) {
+            snprintf(why, len,
+                     "needs stable steps (requirement stable-steps): a step's inverse "
+                     "amplifies by up to %.3g > 4/3",
+                     gain);
             return 0;
         }
     }

@@ -84,6 +84,9 @@ static ra_status fill(ra_tensor *t, uint64_t seed, const ra_draw *d)
         case RA_DRAW_UNIFORM:
             ra_gen_uniform(buf, n, r, d->param, d->param2);
             break;
+        case RA_DRAW_SHIFTED_NORMAL:
+            ra_gen_normal(buf, n, r, d->param2, d->param);
+            break;
         case RA_DRAW_ZERO:
             break;
         }

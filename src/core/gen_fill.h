@@ -27,7 +27,8 @@ typedef enum ra_draw_kind {
     RA_DRAW_SOFTPLUS_NORMAL, /* softplus(N(0, param^2)) = log(1 + exp(z)) */
     RA_DRAW_LOG_UNIFORM,     /* log(Uniform(param, param2)), log correctly rounded */
     RA_DRAW_NEG_UNIFORM,     /* -Uniform(param, param2) */
-    RA_DRAW_UNIFORM          /* Uniform(param, param2) */
+    RA_DRAW_UNIFORM,         /* Uniform(param, param2) */
+    RA_DRAW_SHIFTED_NORMAL   /* param2 + N(0, param^2) */
 } ra_draw_kind;
 
 typedef struct ra_draw {

@@ -35,3 +35,7 @@ tests_libtestutil_la_CFLAGS = $(TEST_CFLAGS)
 include src/core/io.mk
 include src/core/gen.mk
 include src/core/report.mk
+
+# The bidirectional frame GDN family (bigdn, bigdn.core): rows, cases, generator.
+librecaudit_a_SOURCES += src/core/bigdn_op.c src/core/bigdn_case.c src/core/bigdn_case.h \
+	src/core/gen_bigdn.c src/core/gen_bigdn.h

@@ -31,7 +31,7 @@ struct ra_derive_set;
 
 /* Role of a tensor in the operation's files. */
 typedef enum ra_role {
-    RA_ROLE_INPUT,     /* in a case file; differentiable unless nondiff */
+    RA_ROLE_INPUT,     /* in a case file; differentiable unless the row lists it in nondiff */
     RA_ROLE_COTANGENT, /* in a case file: d<output> */
     RA_ROLE_OUTPUT,    /* in a result or reference */
     RA_ROLE_GRADIENT   /* in a result or reference: d<input> */
@@ -82,6 +82,9 @@ typedef struct ra_op {
     const char *name; /* "gdn" */
     const char *doc;  /* one line: what it computes, where it is specified */
     const ra_op_tensor *tensors; /* ends with a NULL name */
+    /* inputs without a gradient (constant tables), NULL-terminated; NULL:
+       every input is differentiable */
+    const char *const *nondiff;
     const ra_op_item *params;    /* case parameters; doc says the default */
     const ra_op_item *flags;     /* generation flags, bit i = flags[i] */
     const ra_op_item *regimes;   /* the first is the default */
@@ -140,6 +143,8 @@ ra_status ra_op_require(const ra_op **out, const char *name, const char *what);
 int ra_op_flag_index(const ra_op *op, const char *name);
 const ra_op_item *ra_op_regime(const ra_op *op, const char *name);
 const ra_op_tensor *ra_op_tensor_find(const ra_op *op, const char *name);
+/* 1 when input `name` of op has no gradient (ra_op.nondiff). */
+int ra_op_input_nondiff(const ra_op *op, const char *name);
 /* Names of the tensors of one role, NULL-terminated, in layout order
    (n >= their count + 1). */
 size_t ra_op_tensor_names(const char **out, size_t n, const ra_op *op, ra_role role);

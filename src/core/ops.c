@@ -18,11 +18,13 @@
 extern const ra_op ra_op_gdn;
 extern const ra_op ra_op_scan_linear, ra_op_scan_affine, ra_op_scan_log;
 extern const ra_op ra_op_glr;
+extern const ra_op ra_op_bigdn, ra_op_bigdn_core;
 
 static const ra_op *const ops[] = {
     &ra_op_gdn,
     &ra_op_scan_linear, &ra_op_scan_affine, &ra_op_scan_log,
     &ra_op_glr,
+    &ra_op_bigdn, &ra_op_bigdn_core,
     NULL,
 };
 
@@ -79,6 +81,14 @@ const ra_op_tensor *ra_op_tensor_find(const ra_op *op, const char *name)
         if (strcmp(t->name, name) == 0)
             return t;
     return NULL;
+}
+
+int ra_op_input_nondiff(const ra_op *op, const char *name)
+{
+    for (const char *const *p = op->nondiff; p && *p && name; p++)
+        if (strcmp(*p, name) == 0)
+            return 1;
+    return 0;
 }
 
 size_t ra_op_tensor_names(const char **out, size_t n, const ra_op *op, ra_role role)

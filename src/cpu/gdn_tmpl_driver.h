@@ -23,7 +23,8 @@
  *
  * Errors: invalid cases as ra_gdn_problem_init reports them; an
  * inconsistent configuration (RA_EINVAL); allocation failure (RA_ENOMEM,
- * naming the shape).
+ * naming the shape); a singular step in the reversal backward
+ * (RA_EUNSUPPORTED: that case is outside the variant's envelope).
  */
 
 #include <stdlib.h>
@@ -168,6 +169,9 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
         RA_ERRORF(RA_EINVAL, "cpu gdn: chunk length %d must be positive", cfg->chunk);
     if (R_IS_F64 && cfg->round != RA_CPU_ROUND_IEEE)
         RA_ERROR("cpu gdn: operand rounding needs float arithmetic", RA_EINVAL);
+    if (cfg->rev_span < 0 || (cfg->rev_span > 0 && cfg->algo != RA_CPU_SEQ))
+        RA_ERRORF(RA_EINVAL, "cpu gdn: reversal span %d needs the sequential algorithm and >= 0",
+                  cfg->rev_span);
     ra_gdn_problem p;
     RA_TRY(ra_gdn_problem_init(&p, c, backward ? RA_GDN_NEED_COTANGENTS : 0, "gdn case"));
     const int64_t B = p.s.B, T = p.s.T, Hk = p.s.Hk, Hv = p.s.Hv, K = p.s.K, V = p.s.V;
@@ -269,17 +273,22 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
             h.dq = bf.dqh + bh * T * K, h.dk = bf.dkh + bh * T * K, h.dv = bf.dv + bh * T * V;
             h.dg = bf.dg + bh * T, h.dbeta = bf.dbeta + bh * T;
             h.dh0 = p.h0 ? bf.dh0 + bh * K * V : NULL;
-            err = cfg->algo == RA_CPU_SEQ
-                      ? RN(seq_backward)(&h)
-                      : RN(chunk_backward)(&h, cfg->chunk, mode, store_bf16, cfg->inverse);
+            err = cfg->algo != RA_CPU_SEQ
+                      ? RN(chunk_backward)(&h, cfg->chunk, mode, store_bf16, cfg->inverse)
+                  : cfg->rev_span > 0 ? RN(seq_backward_reversal)(&h, cfg->rev_span)
+                                      : RN(seq_backward)(&h);
         }
         if (err) {
 #pragma omp atomic write
-            fail = 1;
+            fail = err;
         }
     }
     if (fail) {
         RN(bufs_free)(&bf);
+        if (fail == 2)
+            RA_ERROR("cpu gdn reversal backward: a step is singular (exp(g) = 0 in the "
+                     "arithmetic, or beta |k|^2 = 1): its state cannot be recovered by inversion",
+                     RA_EUNSUPPORTED);
         RA_ERROR("cpu gdn: cannot allocate a per-head workspace", RA_ENOMEM);
     }
 

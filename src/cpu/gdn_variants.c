@@ -48,10 +48,11 @@ ra_status ra_cpu_gdn_backward_row(const ra_variant *self, const ra_case *c, ra_t
     return ra_cpu_gdn_backward(self->data, c, grads, run);
 }
 
-#define SEQ(f64, dt)                                                                               \
-    (&(const ra_cpu_gdn_cfg){RA_CPU_SEQ, f64, 0, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, dt, dt, 0})
+#define SEQ(f64, dt, span)                                                                         \
+    (&(const ra_cpu_gdn_cfg){RA_CPU_SEQ, f64, 0, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, dt, dt,   \
+                             0, span})
 #define CHUNK(c, rnd, inv, act)                                                                    \
-    (&(const ra_cpu_gdn_cfg){RA_CPU_CHUNK, 0, c, rnd, inv, act, RA_F32, 0})
+    (&(const ra_cpu_gdn_cfg){RA_CPU_CHUNK, 0, c, rnd, inv, act, RA_F32, 0, 0})
 
 #define CAPS (RA_FWD | RA_BWD | RA_GDN_CAPS_ALL)
 #define ROW(name, pclass, cfg, doc)                                                                \
@@ -60,12 +61,24 @@ ra_status ra_cpu_gdn_backward_row(const ra_variant *self, const ra_case *c, ra_t
 #define ROW_NKI(name, pclass, cfg, doc)                                                            \
     {name,                   "gdn",                  doc, RA_CPU, pclass, CAPS | RA_GDN_NEEDS_UNIT_KEYS, \
      cfg,                    ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
+/* A reversal backward is defined where inverting a step is stable. */
+#define ROW_REV(name, pclass, cfg, doc)                                                            \
+    {name, "gdn", doc, RA_CPU, pclass, CAPS | RA_GDN_NEEDS_STABLE_STEPS, cfg,                     \
+     ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
 
 const ra_variant ra_cpu_gdn_variants[] = {
-    ROW("gdn.cpu.f64", "f64", SEQ(1, RA_F64),
+    ROW("gdn.cpu.f64", "f64", SEQ(1, RA_F64, 0),
         "sequential recurrence and adjoint in double, fma accumulation"),
-    ROW("gdn.cpu.f32", "f32", SEQ(0, RA_F32),
+    ROW("gdn.cpu.f32", "f32", SEQ(0, RA_F32, 0),
         "sequential recurrence and adjoint in fp32 (fmaf, expf): the usual naive reference"),
+    /* A study subject (reports/reversal.md): its error grows like the
+       product of 1/(a_t min(1, |1 - beta_t |k_t|^2|)) over the up to 7 steps
+       it walks back, far past the f32 gates on the default, strong-decay
+       and raw-keys regimes; it declares the stable-steps requirement, so
+       the audit gates it only where that product stays below 8. */
+    ROW_REV("gdn.cpu.f32.reversal", "f32", SEQ(0, RA_F32, 8),
+            "as gdn.cpu.f32, backward keeps every 8th state and recovers the others by inverting "
+            "the step (Sherman-Morrison), error growing with the steps walked back"),
     ROW("gdn.cpu.chunk64.ieee", "ieee", CHUNK(64, RA_CPU_ROUND_IEEE, RA_CPU_INV_FWDSUBST, RA_F32),
         "chunked C=64, fp32 IEEE matmuls, T by forward substitution"),
     ROW("gdn.cpu.chunk64.tf32", "tf32", CHUNK(64, RA_CPU_ROUND_TF32, RA_CPU_INV_FWDSUBST, RA_F32),

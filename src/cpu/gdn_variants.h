@@ -57,6 +57,10 @@ typedef struct ra_cpu_gdn_cfg {
     ra_dtype aux_dtype;     /* storage of ht, dh0, dg, dbeta */
     unsigned faults;        /* planted defects (cpu/faults.h): 0 in every
                                registered row; tests make rows of their own */
+    int rev_span;           /* RA_CPU_SEQ backward: 0 recomputes the states
+                               from checkpoints; L > 0 keeps every L-th state
+                               and recovers the others by inverting steps
+                               (walking back <= L - 1 steps; reversal study) */
 } ra_cpu_gdn_cfg;
 
 /* Forward (o, ht) and backward (dq, dk, dv, dg, dbeta, dh0 when the case

@@ -7,6 +7,17 @@ librecaudit_a_SOURCES += src/cpu/cpu.h src/cpu/variants.c \
 	src/cpu/gdn_tmpl_seq.h src/cpu/gdn_tmpl_chunk.h src/cpu/gdn_tmpl_chunk_bwd.h \
 	src/cpu/gdn_tmpl_driver.h \
 	src/cpu/glr_variants.h src/cpu/glr_variants.c
+# bigdn's CPU kernels on plain arrays (seed 003's phases, P0/P1/P2).
+librecaudit_a_SOURCES += src/cpu/bigdn_f32.h src/cpu/bigdn_f32.c src/cpu/bigdn_f64.c \
+	src/cpu/bigdn_tmpl_fwd.h src/cpu/bigdn_tmpl_bwd.h
+check_PROGRAMS += tests/t-bigdn-cpu tests/t-bigdn-cpu-modes
+TESTS += tests/t-bigdn-cpu tests/t-bigdn-cpu-modes
+tests_t_bigdn_cpu_SOURCES = tests/t-bigdn-cpu.c tests/bigdn-cpu-testutil.h
+tests_t_bigdn_cpu_CFLAGS = $(TEST_CFLAGS)
+tests_t_bigdn_cpu_LDADD = tests/libtestutil.la $(TEST_LIBS)
+tests_t_bigdn_cpu_modes_SOURCES = tests/t-bigdn-cpu-modes.c tests/bigdn-cpu-testutil.h
+tests_t_bigdn_cpu_modes_CFLAGS = $(TEST_CFLAGS)
+tests_t_bigdn_cpu_modes_LDADD = tests/libtestutil.la $(TEST_LIBS)
 # The affine scan family's CPU variants.
 librecaudit_a_SOURCES += src/cpu/scan_variants.h src/cpu/scan_variants.c src/cpu/scan_f32.c
 check_PROGRAMS += tests/t-cpu-scan

@@ -24,6 +24,13 @@
  * the digits that matter.  Directions and cotangents come from the suite's
  * seeded streams (src/core/rng.h), named "gradcheck.u.<input>" and
  * "gradcheck.w.<output>", so a run is reproducible from its seed.
+ *
+ * A forward with kinks (ReLU) has no derivative where a pre-activation is
+ * 0, and a central quotient whose stencil straddles one measures half of
+ * each side.  An op that says which input elements sit within a few steps
+ * of a kink (ra_gc_op.near_kink) has them left out of the element-wise
+ * comparison and out of the random directions, and every row counts what
+ * it left out (`excluded`): never silently dropped.
  */
 
 void ra_gc_opts_init(ra_gc_opts *o)
@@ -77,6 +84,9 @@ typedef struct fd_ctx {
     mpfr_t step[4];                /* +h, -h, +h/2, -h/2 */
     ra_mparr an[RA_GC_MAX_INPUTS]; /* analytic gradient per input */
     double *w[RA_GC_MAX_OUTPUTS];  /* dot mode: the drawn cotangents */
+    /* per input: elements near a kink (op->near_kink), or NULL; their count */
+    unsigned char *skip[RA_GC_MAX_INPUTS];
+    int64_t nskip[RA_GC_MAX_INPUTS];
 } fd_ctx;
 
 /* R = (4 D(h/2) - D(h)) / 3 from the four losses, D(h) = (L+ - L-) / (2h). */
@@ -161,8 +171,10 @@ static ra_status analytic(fd_ctx *x, const ra_tensors *grads, const ra_case *c,
     return RA_OK;
 }
 
-/* Compares fd with an over n elements into row. */
-static void compare(ra_gc_row *row, const char *name, mpfr_srcptr fd, mpfr_srcptr an, int64_t n)
+/* Compares fd with an over n elements into row, leaving out those skip
+   marks (skip may be NULL). */
+static void compare(ra_gc_row *row, const char *name, mpfr_srcptr fd, mpfr_srcptr an, int64_t n,
+                    const unsigned char *skip)
 {
     mpfr_t d, err, scale;
     mpfr_inits2(64, d, err, scale, (mpfr_ptr)0);
@@ -173,6 +185,10 @@ static void compare(ra_gc_row *row, const char *name, mpfr_srcptr fd, mpfr_srcpt
     row->n = n;
     row->worst = -1;
     for (int64_t i = 0; i < n; i++) {
+        if (skip && skip[i]) {
+            row->excluded++;
+            continue;
+        }
         mpfr_sub(d, fd + i, an + i, MPFR_RNDN);
         mpfr_abs(d, d, MPFR_RNDN);
         if (row->worst < 0 || mpfr_greater_p(d, err)) {
@@ -260,6 +276,8 @@ static ra_status elem_task(void *ws, void *ctx, int64_t task, char *msg, size_t 
     while (task >= c->start[a + 1])
         a++;
     const int64_t i = task - c->start[a];
+    if (x->skip[a] && x->skip[a][i])
+        return RA_OK; /* left out of the comparison */
     for (int k = 0; k < 4; k++)
         RA_TRY(x->op->loss_one(e->L[k], e->opws, x->state, a, i, x->step[k], msg, msglen));
     mpfr_srcptr Ls[4] = {e->L[0], e->L[1], e->L[2], e->L[3]};
@@ -292,7 +310,8 @@ static ra_status elementwise(ra_gc_result *r, fd_ctx *x)
         ra_mp_range range;
         ra_mp_range_widen(&range);
         for (int a = 0; a < nin; a++)
-            compare(&r->rows[r->n++], x->io.in[a].name, fd[a].x, x->an[a].x, (int64_t)fd[a].n);
+            compare(&r->rows[r->n++], x->io.in[a].name, fd[a].x, x->an[a].x, (int64_t)fd[a].n,
+                    x->skip[a]);
         ra_mp_range_restore(&range);
     }
     for (int a = 0; a < nin; a++)
@@ -368,6 +387,9 @@ static ra_status directional(ra_gc_result *r, fd_ctx *x, int dot)
         char name[RA_GC_NAME + 2];
         snprintf(name, sizeof name, "u.%s", x->io.in[a].name);
         st = draw(&u[a], x->io.in[a].n, x->o->seed, name);
+        for (int64_t i = 0; st == RA_OK && x->skip[a] && i < x->io.in[a].n; i++)
+            if (x->skip[a][i])
+                u[a][i] = 0; /* not moved: near a kink */
     }
     mpfr_t fd, an, part, t, v;
     mpfr_inits2(p, fd, an, part, t, v, (mpfr_ptr)0);
@@ -386,8 +408,13 @@ static ra_status directional(ra_gc_result *r, fd_ctx *x, int dot)
             mpfr_add(an, an, part, MPFR_RNDN);
         }
         st = fd_along(fd, x, dir, dot);
-        if (st == RA_OK)
-            compare(&r->rows[r->n++], row < nin ? x->io.in[row].name : "all", fd, an, 1);
+        if (st == RA_OK) {
+            ra_gc_row *w = &r->rows[r->n++];
+            compare(w, row < nin ? x->io.in[row].name : "all", fd, an, 1, NULL);
+            for (int a = 0; a < nin; a++)
+                if (row == nin || a == row)
+                    w->excluded += x->nskip[a];
+        }
     }
     ra_mp_range_restore(&range);
     mpfr_clears(fd, an, part, t, v, (mpfr_ptr)0);
@@ -397,6 +424,25 @@ static ra_status directional(ra_gc_result *r, fd_ctx *x, int dot)
 }
 
 /* --- entry ------------------------------------------------------------------------------- */
+
+/* Marks the input elements the op says are near a kink. */
+static ra_status mark_kinks(fd_ctx *x)
+{
+    if (!x->op->near_kink)
+        return RA_OK;
+    for (int a = 0; a < x->io.nin; a++) {
+        const int64_t n = x->io.in[a].n;
+        for (int64_t i = 0; i < n; i++) {
+            if (!x->op->near_kink(x->state, a, i, x->o->h_log2))
+                continue;
+            if (!x->skip[a] && !(x->skip[a] = calloc((size_t)n, 1)))
+                RA_ERROR("out of memory", RA_ENOMEM);
+            x->skip[a][i] = 1;
+            x->nskip[a]++;
+        }
+    }
+    return RA_OK;
+}
 
 /* The layout an op's prepare filled is one the engine can hold. */
 static ra_status check_layout(const ra_gc_op *op, const ra_gc_layout *io)
@@ -458,6 +504,8 @@ static ra_status gradcheck_any(ra_gc_result *r, const ra_gc_op *op, const ra_cas
         mpfr_init2(x->step[s], 64);
         mpfr_set_si_2exp(x->step[s], s % 2 ? -1 : 1, -o->h_log2 - (s >= 2), MPFR_RNDN);
     }
+    if (st == RA_OK)
+        st = mark_kinks(x);
     if (st == RA_OK && o->mode == RA_GC_DOT) {
         /* random output cotangents replace the case's */
         for (int j = 0; j < x->io.nout && st == RA_OK; j++) {
@@ -480,6 +528,8 @@ static ra_status gradcheck_any(ra_gc_result *r, const ra_gc_op *op, const ra_cas
         ra_mparr_free(&x->an[a]);
     for (int j = 0; j < RA_GC_MAX_OUTPUTS; j++)
         free(x->w[j]);
+    for (int a = 0; a < RA_GC_MAX_INPUTS; a++)
+        free(x->skip[a]);
     for (int s = 0; s < 4; s++)
         mpfr_clear(x->step[s]);
     free(x);

@@ -122,6 +122,13 @@ typedef struct ra_gc_op {
        delta.  Called concurrently on distinct workspaces. */
     ra_status (*loss_one)(mpfr_ptr loss, void *ws, const void *state, int a, int64_t i,
                           mpfr_srcptr delta, char *msg, size_t msglen);
+    /* Optional (NULL: none): 1 when element i of input a feeds a
+       non-differentiable point of the forward (a ReLU kink) within a few
+       steps h = 2^-h_log2 of the finite differences, so that their quotient
+       would straddle the kink.  The engine leaves such elements out of the
+       comparison (element-wise) or of the direction (directional, dot) and
+       counts them in the row's `excluded`. */
+    int (*near_kink)(const void *state, int a, int64_t i, long h_log2);
     /* Frees the state (after the last hook that used it). */
     void (*release)(void *state);
 } ra_gc_op;
@@ -135,6 +142,7 @@ typedef struct ra_gc_row {
     double rel;    /* max |fd - an| / scale, 0 when they agree exactly */
     int64_t worst; /* elementwise: flat index of the largest |fd - an| */
     double fd, an; /* at the worst element, or the two directional values */
+    int64_t excluded; /* elements left out: near a kink (ra_gc_op.near_kink) */
 } ra_gc_row;
 
 typedef struct ra_gc_result {

@@ -25,3 +25,7 @@ TESTS += tests/t-derive
 tests_t_derive_SOURCES = tests/t-derive.c tests/ref-testutil.h
 tests_t_derive_CFLAGS = $(TEST_CFLAGS)
 tests_t_derive_LDADD = tests/libtestutil.la $(TEST_LIBS)
+
+# The bidirectional frame GDN family's hooks and seed 003's phase formulas.
+librecaudit_a_SOURCES += src/gradcheck/bigdn_gc.c src/gradcheck/bigdn_gc.h \
+	src/gradcheck/bigdn_derive.c

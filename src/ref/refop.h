@@ -63,6 +63,7 @@ typedef struct ra_ref_op {
 
 extern const ra_ref_op ra_ref_op_gdn;
 extern const ra_ref_op ra_ref_op_glr;
+extern const ra_ref_op ra_ref_op_bigdn, ra_ref_op_bigdn_core;
 
 /* The row for op, or NULL. */
 const ra_ref_op *ra_ref_op_find(const char *op);
