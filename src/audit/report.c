@@ -125,7 +125,7 @@ ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, i
         gates_summary(gates, sizeof gates, rows, i, j);
         for (int k = 0; k < 15; k++)
             snprintf(c[k], sizeof c[k], "-");
-        if (r->has_metrics)
+        if (r->has_metrics && !isnan(ra_pclass_unit(r->pclass))) /* else no class: "-" */
             fmt_num(cls, sizeof cls, ra_row_ulp_cls(r));
         if (r->has_metrics) {
             const ra_metrics *m = &r->m;
