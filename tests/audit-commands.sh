@@ -41,8 +41,13 @@ expect_status 0 check case.safetensors fwd.safetensors
 expect_grep out '^o  *f64 ' "forward-only result checked"
 grep -q '^dq ' out && fail "forward-only check reported gradients"
 expect_status 0 check --format csv case.safetensors f32.safetensors
-expect_grep out '^tensor,class,dtype,max_ulp,p99_ulp,max_ulp_rms,rel_rms,max_rel,max_abs,cos,nan,inf,worst,value,ref,gates$' "csv header"
+expect_grep out '^tensor,class,dtype,max_ulp,p99_ulp,max_ulp_rms,ulp_cls,rel_rms,max_rel,max_abs,cos,nan,inf,worst,value,ref,gates$' "csv header"
 expect_grep err '^reference: ' "csv: the reference line goes to stderr"
+# ulp_cls = max|err| / (2^-24 rms(ref)) for the f32 class and max_ulp_rms =
+# max|err| / ulp_f32(rms(ref)) with ulp_f32(x) = 2^(e-23) for x = m 2^e,
+# 1 <= m < 2: their ratio is 2/m, in (1, 2], on every row.
+awk -F, 'NR > 1 && $2 == "f32" { r = $7 / $6; n++; if (!(r > 1 && r <= 2)) bad++ }
+         END { exit !(n > 0 && !bad) }' out || fail "ulp_cls / max_ulp_rms outside (1, 2] for the f32 class"
 
 # --ref: a reference file written by `recaudit ref` (when that command is
 # built), checked against the case's metadata.

@@ -69,14 +69,14 @@ static void check_tensor(const ra_case *c, const char *name, ra_dtype dt, int nd
 
 START_TEST(special_regime_table)
 {
-    const char *want[] = {"default",  "zero-gate", "strong-decay", "near-unit",
-                          "raw-keys", "tail",      "large-state"};
+    const char *want[] = {"default", "zero-gate",   "strong-decay", "near-unit", "raw-keys",
+                          "tail",    "large-state", "small-beta",   "big-beta",  "aligned-keys"};
     const ra_op_item *r = ra_gdn_regimes;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 10; i++) {
         ck_assert_str_eq(r[i].name, want[i]);
         ck_assert(r[i].doc && strlen(r[i].doc) > 20 && !strchr(r[i].doc, '\n'));
     }
-    ck_assert(r[7].name == NULL && r[7].doc == NULL);
+    ck_assert(r[10].name == NULL && r[10].doc == NULL);
 }
 END_TEST
 
@@ -116,6 +116,62 @@ START_TEST(special_refusals)
     strcpy(o.regime, "tail");
     set_shape(&o, 1, 100, 2, 2, 8, 8);
     ck_assert_int_eq(ra_gdn_generate(&c, &o), RA_OK);
+    ra_case_clear(&c);
+    /* Composite regimes: components in table order, one per axis, default
+       only first. */
+    static const char *const bad[][2] = {
+        {"raw-keys+zero-gate", "out of order"},
+        {"zero-gate+strong-decay", "a second one of its axis"},
+        {"raw-keys+aligned-keys", "a second one of its axis"},
+        {"zero-gate+default", "default after the first"},
+        {"zero-gate+nosuch", "unknown"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        strcpy(o.regime, bad[i][0]);
+        ck_assert_int_eq(ra_gdn_spec_check(&o), RA_EINVAL);
+        ck_assert_msg(strstr(ra_last_error(), bad[i][1]) != NULL, "%s: %s", bad[i][0],
+                      ra_last_error());
+    }
+    strcpy(o.regime, "zero-gate+tail");
+    set_shape(&o, 1, 64, 2, 2, 8, 8);
+    ck_assert_int_eq(ra_gdn_spec_check(&o), RA_EINVAL); /* tail's T check holds in composites */
+}
+END_TEST
+
+/* A composite draws default's inputs with each component's axis replaced:
+   zero-gate+small-beta+aligned-keys has g = 0 exactly, beta in [0.001,
+   0.02], k = q and default's v; default+large-state default's gates
+   (logsigmoid: g < 0, not near-unit's |g| ~ 1e-3 on average) and v at
+   2^15 scale. */
+START_TEST(special_composite_regimes)
+{
+    ra_case c;
+    ra_case_init(&c);
+    ra_case_spec o = opts(1, 64, 1, 2, 8, 8, RA_F32, "zero-gate+small-beta+aligned-keys", 3, 0);
+    ck_assert_msg(ra_gdn_generate(&c, &o) == RA_OK, "%s", ra_last_error());
+    const ra_tensor *g = tu_t(&c, "g"), *beta = tu_t(&c, "beta"), *q = tu_t(&c, "q"),
+                    *k = tu_t(&c, "k");
+    for (int64_t i = 0; i < g->numel; i++) {
+        ck_assert(ra_tensor_get(g, i) == 0.0);
+        ck_assert(ra_tensor_get(beta, i) >= 0.001 * (1 - 1e-6) &&
+                  ra_tensor_get(beta, i) <= 0.02 * (1 + 1e-6));
+    }
+    for (int64_t i = 0; i < k->numel; i++)
+        ck_assert(ra_tensor_get(k, i) == ra_tensor_get(q, i));
+    ra_case_clear(&c);
+    ra_case_init(&c);
+    o = opts(1, 64, 1, 2, 8, 8, RA_F32, "default+large-state", 3, 0);
+    ck_assert_msg(ra_gdn_generate(&c, &o) == RA_OK, "%s", ra_last_error());
+    double gsum = 0, vmax = 0;
+    g = tu_t(&c, "g");
+    for (int64_t i = 0; i < g->numel; i++)
+        gsum += ra_tensor_get(g, i);
+    const ra_tensor *v = tu_t(&c, "v");
+    for (int64_t i = 0; i < v->numel; i++)
+        vmax = fmax(vmax, fabs(ra_tensor_get(v, i)));
+    /* logsigmoid(N(0,1)) has mean about -0.8; near-unit's -Exp(1e-3) about -1e-3 */
+    ck_assert_msg(gsum / (double)g->numel < -0.3, "mean g %g", gsum / (double)g->numel);
+    ck_assert_msg(vmax > 0x1p15, "max |v| %g: not large-state's scale", vmax);
     ra_case_clear(&c);
 }
 END_TEST
@@ -592,7 +648,7 @@ static Suite *gen_suite(void)
 {
     Suite *s = suite_create("gen-gdn");
     tu_tcase(s, "special", tu_capture, NULL, special_regime_table, special_refusals,
-             special_layout_and_metadata);
+             special_layout_and_metadata, special_composite_regimes);
     tu_tcase(s, "data", tu_capture, NULL, data_streams, data_deterministic, data_unit_rows);
     tu_tcase(s, "random", tu_capture, NULL, random_default_distributions, random_decay_regimes,
              random_large_state);

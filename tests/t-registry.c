@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/audit.h"
 #include "audit/registry.h"
 #include "core/gdn_case.h"
 #include "core/kv.h"
@@ -341,11 +342,41 @@ START_TEST(regress_plugin_params)
 }
 END_TEST
 
+/* The unit roundoff of each declared class (hand values: 2^-53 binary64,
+   2^-24 binary32 and the classes computing at it, 2^-11 TF32's 10
+   explicit bits, 2^-8 bf16's 7), and ulp_cls = max|err| / (u rms(ref))
+   of a row built by hand. */
+START_TEST(special_pclass_unit)
+{
+    ck_assert(ra_pclass_unit("f64") == 0x1p-53);
+    ck_assert(ra_pclass_unit("f32") == 0x1p-24);
+    ck_assert(ra_pclass_unit("ieee") == 0x1p-24);
+    ck_assert(ra_pclass_unit("tf32x3") == 0x1p-24);
+    ck_assert(ra_pclass_unit("tf32") == 0x1p-11);
+    ck_assert(ra_pclass_unit("bf16") == 0x1p-8);
+    ck_assert(isnan(ra_pclass_unit("fp32")) && isnan(ra_pclass_unit(NULL)));
+    ra_row r;
+    memset(&r, 0, sizeof r);
+    strcpy(r.pclass, "tf32");
+    r.m.max_abs = 3 * 0x1p-11;
+    r.m.ref_rms = 2;
+    ck_assert(isnan(ra_row_ulp_cls(&r))); /* no metrics */
+    r.has_metrics = 1;
+    ck_assert(ra_row_ulp_cls(&r) == 1.5);
+    r.m.ref_rms = 0; /* all-zero reference */
+    ck_assert(isinf(ra_row_ulp_cls(&r)));
+    r.m.max_abs = 0;
+    ck_assert(ra_row_ulp_cls(&r) == 0);
+    strcpy(r.pclass, "-");
+    ck_assert(isnan(ra_row_ulp_cls(&r)));
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
     Suite *s = suite_create("registry");
-    tu_tcase(s, "special", tu_capture, NULL, special_builtin, special_glob, special_add,
-             special_caps_and_table);
+    tu_tcase(s, "special", tu_capture, NULL, special_pclass_unit, special_builtin, special_glob,
+             special_add, special_caps_and_table);
     tu_tcase(s, "data", tu_capture, NULL, data_plugins);
     tu_tcase(s, "regress", tu_capture, NULL, regress_plugin_params);
     return s;

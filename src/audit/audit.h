@@ -67,6 +67,13 @@ typedef struct ra_rows {
     size_t passed, failed, skipped;
 } ra_rows;
 
+/* ulp_cls of a row with metrics: max|err| / (u rms(ref)), u the unit
+   roundoff of the row's declared class (ra_pclass_unit): the largest error
+   in units of the class's rounding at the tensor's scale.  Defined for
+   every element (no conditioning), finite whenever rms(ref) > 0; NaN
+   for an unknown class or a row without metrics. */
+double ra_row_ulp_cls(const ra_row *r);
+
 void ra_rows_init(ra_rows *rows);
 void ra_rows_clear(ra_rows *rows);
 

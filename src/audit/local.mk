@@ -4,6 +4,7 @@ librecaudit_a_SOURCES += src/audit/registry.c src/audit/registry.h \
 	src/audit/tsv.c src/audit/tsv.h \
 	src/audit/gates.c src/audit/gates.h \
 	src/audit/suite.c src/audit/suite.h \
+	src/audit/gdn_matrix.c src/audit/gdn_matrix.h \
 	src/audit/audit.c src/audit/validate.c src/audit/audit.h \
 	src/audit/report.c src/audit/report.h \
 	src/audit/wire.c src/audit/wire.h src/audit/isolate.c src/audit/isolate.h \
@@ -36,11 +37,19 @@ check_PROGRAMS += tests/t-bench
 TESTS += tests/t-bench
 tests_t_bench_CFLAGS = $(TEST_CFLAGS)
 tests_t_bench_LDADD = tests/libtestutil.la $(TEST_LIBS)
+# Planted defects of every class against quick (tests/t-planted.c).
+check_PROGRAMS += tests/t-planted
+TESTS += tests/t-planted
+tests_t_planted_CFLAGS = $(TEST_CFLAGS)
+tests_t_planted_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_sensitivity_CFLAGS = $(TEST_CFLAGS)
 tests_t_sensitivity_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 TESTS += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
 EXTRA_DIST += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standalone.sh
+# quick's gdn rows against `recaudit pairs` (src/audit/gdn_matrix.c).
+TESTS += tests/suite-pairs.sh
+EXTRA_DIST += tests/suite-pairs.sh
 EXTRA_DIST += docs/external.md
 
 # Variants in child processes (src/audit/isolate.h) and the wire format of

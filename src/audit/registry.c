@@ -5,6 +5,7 @@
 #include "audit/registry.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
@@ -160,6 +161,19 @@ int ra_pclass_known(const char *pclass)
         if (strcmp(known[i], pclass) == 0)
             return 1;
     return 0;
+}
+
+double ra_pclass_unit(const char *pclass)
+{
+    static const struct {
+        const char *name;
+        int log2u;
+    } units[] = {{"f64", -53},    {"f32", -24},  {"ieee", -24},
+                 {"tf32x3", -24}, {"tf32", -11}, {"bf16", -8}};
+    for (size_t i = 0; pclass && i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(units[i].name, pclass) == 0)
+            return ldexp(1.0, units[i].log2u);
+    return NAN;
 }
 
 ra_status ra_registry_add(ra_registry *r, const ra_variant *v)

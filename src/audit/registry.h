@@ -23,6 +23,11 @@ const ra_variant *ra_registry_find(const ra_registry *r, const char *name);
 
 /* 1 if pclass is one of RA_PCLASSES (recaudit/plugin.h), 0 otherwise or NULL. */
 int ra_pclass_known(const char *pclass);
+/* The unit roundoff of a precision class's arithmetic: 2^-53 (f64),
+   2^-24 (f32, ieee, tf32x3: 3xTF32 products sit at fp32's), 2^-11
+   (tf32: 10-bit operands), 2^-8 (bf16: 7-bit operands and storage); NaN
+   for an unknown class.  ulp_cls (audit.h) counts errors in it. */
+double ra_pclass_unit(const char *pclass);
 
 /* dlopen()s a plugin, checks ra_plugin_abi_version and calls
    ra_plugin_register; errors name the file and the missing symbol or

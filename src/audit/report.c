@@ -3,6 +3,8 @@
 
 #include "audit/report.h"
 
+#include "audit/registry.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -101,9 +103,9 @@ static void gates_summary(char *buf, size_t len, const ra_rows *rows, size_t fro
 ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, int with_variant)
 {
     static const char *const h[] = {"variant", "tensor",      "class",   "dtype",   "max_ulp",
-                                    "p99_ulp", "max_ulp_rms", "rel_rms", "max_rel", "max_abs",
-                                    "cos",     "nan",         "inf",     "worst",   "value",
-                                    "ref",     "gates"};
+                                    "p99_ulp", "max_ulp_rms", "ulp_cls", "rel_rms", "max_rel",
+                                    "max_abs", "cos",         "nan",     "inf",     "worst",
+                                    "value",   "ref",         "gates"};
     enum { NCOLS = sizeof h / sizeof h[0] };
     int off = with_variant ? 0 : 1;
     ra_table *t;
@@ -118,11 +120,13 @@ ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, i
                memcmp(&rows->v[j].id, &rows->v[i].id, sizeof rows->v[i].id) == 0)
             j++;
         const ra_row *r = &rows->v[i];
-        char c[15][96];
+        char c[15][96], cls[32] = "-";
         char gates[128];
         gates_summary(gates, sizeof gates, rows, i, j);
         for (int k = 0; k < 15; k++)
             snprintf(c[k], sizeof c[k], "-");
+        if (r->has_metrics && !isnan(ra_pclass_unit(r->pclass))) /* else no class: "-" */
+            fmt_num(cls, sizeof cls, ra_row_ulp_cls(r));
         if (r->has_metrics) {
             const ra_metrics *m = &r->m;
             snprintf(c[0], sizeof c[0], "%s", ra_dtype_name(m->ulp_dtype));
@@ -144,13 +148,24 @@ ra_status ra_report_metrics_table(FILE *f, const ra_rows *rows, ra_format fmt, i
             snprintf(c[11], sizeof c[11], "%.6g", m->worst_value);
             snprintf(c[12], sizeof c[12], "%.6g", m->worst_ref);
         }
-        const char *cells[NCOLS] = {r->variant, r->tensor, r->pclass, c[0],  c[1], c[2],
-                                    c[3],       c[4],      c[5],      c[6],  c[7], c[8],
-                                    c[9],       c[10],     c[11],     c[12], gates};
+        const char *cells[NCOLS] = {r->variant, r->tensor, r->pclass, c[0],  c[1],  c[2],
+                                    c[3],       cls,       c[4],      c[5],  c[6],  c[7],
+                                    c[8],       c[9],      c[10],     c[11], c[12], gates};
         st = ra_table_add_row(t, cells + off);
         i = j;
     }
     return finish_table(t, f, fmt, st);
+}
+
+double ra_row_ulp_cls(const ra_row *r)
+{
+    const double u = ra_pclass_unit(r->pclass);
+    if (!r->has_metrics || isnan(u))
+        return NAN;
+    const ra_metrics *m = &r->m;
+    if (!(m->ref_rms > 0)) /* all-zero reference: any error is unbounded */
+        return m->max_abs > 0 ? INFINITY : (isnan(m->max_abs) ? NAN : 0.0);
+    return m->max_abs / (u * m->ref_rms);
 }
 
 void ra_report_failures(FILE *f, const ra_rows *rows)
@@ -290,6 +305,8 @@ static json_t *row_json(const ra_row *r)
             e |= jset(mj, "max_ulp", jnum(m->max_ulp));
             e |= jset(mj, "p99_ulp", jnum(m->p99_ulp));
             e |= jset(mj, "max_ulp_rms", jnum(m->max_ulp_rms));
+            e |= jset(mj, "ulp_cls", jnum(ra_row_ulp_cls(r)));
+            e |= jset(mj, "ref_rms", jnum(m->ref_rms));
             e |= jset(mj, "ulp_n", json_integer((json_int_t)m->ulp_n));
             e |= jset(mj, "ulp_floor", jnum(m->ulp_floor));
             e |= jset(mj, "ulp_dtype", json_string(ra_dtype_name(m->ulp_dtype)));

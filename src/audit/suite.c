@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "audit/datadir.h"
+#include "audit/gdn_matrix.h"
 #include "audit/tsv.h"
 #include "core/capture.h"
 
@@ -152,8 +153,8 @@ ra_status ra_suite_table(ra_table **out)
     char **names;
     size_t n;
     RA_TRY(ra_data_suites(&names, &n, dir, sizeof dir));
-    static const char *const headers[] = {"name", "rows", "description", "path"};
-    ra_status st = ra_table_new(out, 4, headers);
+    static const char *const headers[] = {"name", "rows", "description", "coverage", "path"};
+    ra_status st = ra_table_new(out, 5, headers);
     const int builtin = strcmp(dir, RA_DATA_BUILTIN) == 0;
     for (size_t i = 0; st == RA_OK && i < n; i++) {
         char path[4096 + 256], rows[32];
@@ -165,8 +166,10 @@ ra_status ra_suite_table(ra_table **out)
         ra_suite_init(&s);
         st = ra_suite_load(&s, builtin ? names[i] : path);
         if (st == RA_OK) {
+            char cover[96];
             snprintf(rows, sizeof rows, "%zu", s.n);
-            const char *cells[] = {names[i], rows, s.doc, path};
+            ra_matrix_coverage_text(cover, sizeof cover, &s);
+            const char *cells[] = {names[i], rows, s.doc, cover, path};
             st = ra_table_add_row(*out, cells);
         }
         ra_suite_clear(&s);

@@ -46,7 +46,8 @@ void ra_suite_clear(ra_suite *s);
 ra_status ra_suite_load(ra_suite *s, const char *name_or_path);
 ra_status ra_suite_parse(ra_suite *s, const char *text, const char *what);
 
-/* `recaudit list suites`: name, rows, description, path of every
+/* `recaudit list suites`: name, rows, description, coverage of the
+   feature matrix (src/audit/gdn_matrix.h), path of every
    data/suites/NAME.tsv (sorted by name). */
 ra_status ra_suite_table(ra_table **out);
 /* The same as a `recaudit list` row (ra_list_fill_fn); takes no plugins. */

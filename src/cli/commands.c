@@ -18,5 +18,6 @@ const ra_command ra_commands[] = {
     {"derive", ra_cmd_derive, "every closed-form gradient formula, shipped or published, against FD"},
     {"bench-ref", ra_cmd_bench_ref, "MPFR reference speed: op rate vs bare mpfr_fma, wall time"},
     {"study", ra_cmd_study, "error-growth studies: measure, fit and write a report under reports/"},
+    {"pairs", ra_cmd_pairs, "pairwise covering-array suite rows of an op's feature matrix"},
     {NULL, NULL, NULL},
 };

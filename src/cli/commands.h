@@ -17,6 +17,7 @@ int ra_cmd_bench(int argc, char **argv);
 int ra_cmd_derive(int argc, char **argv);
 int ra_cmd_bench_ref(int argc, char **argv);
 int ra_cmd_study(int argc, char **argv);
+int ra_cmd_pairs(int argc, char **argv);
 
 /* A row of `recaudit list KIND` (the kinds table in cmd_list.c): builds the
    table for one kind (first column: the name GLOB filters on).  plugins is

@@ -23,3 +23,5 @@ TESTS += tests/bigdn-cli.sh
 EXTRA_DIST += tests/bigdn-cli.sh
 TESTS += tests/derive-cli.sh
 EXTRA_DIST += tests/derive-cli.sh
+# Covering-array suites (src/audit/matrix.h): recaudit pairs.
+recaudit_SOURCES += src/cli/cmd_pairs.c

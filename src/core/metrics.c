@@ -192,6 +192,7 @@ ra_status ra_metrics_compute(ra_metrics *m, const ra_tensor *result, const ra_te
     }
     const double zrms = n > 0 ? ldexp((double)sqrtl(zss / n), -zsc) : 0.0;
     const double floor = ldexp(zrms, -10);
+    m->ref_rms = zrms;
     m->ulp_floor = floor;
 
     /* Pass 1: non-finite results, maxima, worst element, top radix digit. */

@@ -43,6 +43,7 @@ typedef struct ra_metrics {
     ra_dtype ulp_dtype;
     int64_t ulp_n;    /* elements counted in max_ulp and p99_ulp */
     double ulp_floor; /* 2^-10 rms(ref): smaller |ref| elements are not */
+    double ref_rms;   /* rms(ref): the tensor's scale (ulp_cls of audit rows) */
     int64_t worst_index;
     double worst_value, worst_ref;
 } ra_metrics;

@@ -59,7 +59,7 @@ typedef struct ra_op_cap {
 } ra_op_cap;
 
 #define RA_SPEC_SHAPE_MAX 96
-#define RA_SPEC_REGIME_MAX 32
+#define RA_SPEC_REGIME_MAX 64 /* gdn composites: strong-decay+aligned-keys+... */
 #define RA_SPEC_PARAMS_MAX 96
 
 /* A case: enough to regenerate it with one command. */
@@ -137,8 +137,9 @@ ra_status ra_op_require(const ra_op **out, const char *name, const char *what);
 
 /* Lookups in a row; -1 / NULL when absent.  ra_op_regime also finds
    NAME for "NAME:PARAM", a regime with a parameter (scan's
-   "rotation:0.25"); whether the regime takes one, and which, is for the
-   op's spec_check to say. */
+   "rotation:0.25"), and the first NAME of "NAME+NAME2+...", a composite
+   (gdn's); whether the regime takes either, and which, is for the op's
+   spec_check to say. */
 int ra_op_flag_index(const ra_op *op, const char *name);
 const ra_op_item *ra_op_regime(const ra_op *op, const char *name);
 const ra_op_tensor *ra_op_tensor_find(const ra_op *op, const char *name);

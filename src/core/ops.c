@@ -64,9 +64,11 @@ const ra_op_item *ra_op_regime(const ra_op *op, const char *name)
     for (const ra_op_item *r = op->regimes; name && r && r->name; r++)
         if (strcmp(r->name, name) == 0)
             return r;
-    /* NAME:PARAM names regime NAME with a parameter, which the op's
-       spec_check accepts or refuses */
-    const char *colon = name ? strchr(name, ':') : NULL;
+    /* NAME:PARAM names regime NAME with a parameter, and NAME+NAME2 a
+       composite (gdn's), which the op's spec_check accepts or refuses */
+    const char *colon = name ? name + strcspn(name, ":+") : NULL;
+    if (colon && !*colon)
+        colon = NULL;
     for (const ra_op_item *r = op->regimes; colon && r && r->name; r++)
         if (strlen(r->name) == (size_t)(colon - name) && strncmp(r->name, name, colon - name) == 0)
             return r;

@@ -23,7 +23,7 @@
 typedef struct RN(bdws) {
     int64_t F, S, D, N;
     int mode;               /* ra_cpu_round of every product's operands */
-    int store_bf16;         /* P2: bridges and A stored in bf16 */
+    int store;              /* ra_cpu_store of the bridges and A: bf16 in P2 */
     R *Q, *K, *Qr, *Kr, *V; /* [N, D] */
     R *beta, *g;            /* [N], [F] */
     R *E, *Ez, *A, *M, *Mr; /* [F, D, D]: I - P, I - Pz, A, M_f, M'_f */
@@ -60,7 +60,7 @@ static ra_status RN(ws_init)(RN(bdws) * w, const ra_bigdn_dims *d, ra_bigdn_prec
     w->mode = p == RA_BIGDN_P1   ? RA_CPU_ROUND_TF32
               : p == RA_BIGDN_P2 ? RA_CPU_ROUND_BF16
                                  : RA_CPU_ROUND_IEEE;
-    w->store_bf16 = p == RA_BIGDN_P2;
+    w->store = p == RA_BIGDN_P2 ? RA_CPU_STORE_BF16 : RA_CPU_STORE_F32;
     int64_t total =
         6 * N * D + N + F + 5 * F * DD + 3 * F * D + N + 3 * SD + 3 * DD + 2 * D + 2 * mmb;
     if (bwd)
@@ -223,11 +223,11 @@ static void RN(gather_gates)(RN(bdws) * w, const ra_bigdn_dims *d, int64_t b, in
 /* --- phase A: per-frame P, A, Pz, Bz ------------------------------------------------------- */
 
 /* x <- I - x, then stored (bf16 in P2). */
-static void RN(bridge)(R *x, int64_t D, int store_bf16)
+static void RN(bridge)(R *x, int64_t D, int store)
 {
     for (int64_t i = 0; i < D; i++)
         for (int64_t j = 0; j < D; j++)
-            x[i * D + j] = RN(st)((i == j ? 1 : 0) - x[i * D + j], store_bf16);
+            x[i * D + j] = RN(st)((i == j ? 1 : 0) - x[i * D + j], store);
 }
 
 static void RN(phase_a)(RN(bdws) * w)
@@ -243,15 +243,15 @@ static void RN(phase_a)(RN(bdws) * w)
             for (int64_t e = 0; e < D; e++)
                 kb[s * D + e] = be[s] * Kr[s * D + e];
         MM(E, D, D, D, S, kb, 1, D, Kr, D, 1, 0); /* P = (diag(beta) Kr)^T Kr */
-        RN(bridge)(E, D, w->store_bf16);
+        RN(bridge)(E, D, w->store);
         MM(A, D, D, D, S, kb, 1, D, V, D, 1, 0); /* A = (diag(beta) Kr)^T V */
         for (int64_t i = 0; i < DD; i++)
-            A[i] = RN(st)(A[i], w->store_bf16);
+            A[i] = RN(st)(A[i], w->store);
         for (int64_t s = 0; s < S; s++)
             for (int64_t e = 0; e < D; e++)
                 kb[s * D + e] = be[s] * K[s * D + e];
         MM(Ez, D, D, D, S, kb, 1, D, K, D, 1, 0); /* Pz */
-        RN(bridge)(Ez, D, w->store_bf16);
+        RN(bridge)(Ez, D, w->store);
         for (int64_t e = 0; e < D; e++) { /* Bz = K^T beta, in token order */
             R s_ = 0;
             for (int64_t s = 0; s < S; s++)

@@ -40,9 +40,74 @@ enum {
        head's contribution is kept.  All variants, backward only; no effect
        when Hv = Hk. */
     RA_FAULT_DK_GROUP_SUM = 1u << 5,
+
+    /* Shape-dependent.  A tiled loop over key rows (tiles of 64) whose
+       second and later tiles are skipped in o_t = S^T (scale q_t): only the
+       first 64 key rows read.  Sequential variants, forward only; no
+       effect when K <= 64. */
+    RA_FAULT_KTILE64 = 1u << 6,
+    /* A checkpoint buffer sized for 256 tokens: the sequential backward
+       keeps its per-segment checkpoints in floor(256 / seg) slots, slot
+       s mod n, so when the segments span more than 256 tokens the first
+       segments' checkpoints are overwritten and their states recomputed
+       from a later one.  Sequential variants, backward only; no effect
+       for T <= 256. */
+    RA_FAULT_CKPT256 = 1u << 7,
+    /* dk summed over the value heads of a group two at a time, a 2-wide
+       vector loop without its remainder loop over pairs: only the first
+       pair of each group adds.  All variants, backward only; no effect
+       for Hv / Hk <= 2. */
+    RA_FAULT_GQA_PAIR = 1u << 8,
+    /* The value head reads key head hv mod Hk (repeat, not
+       repeat_interleave): the right map only when Hk = 1 or Hv = Hk.  All
+       variants, forward and backward. */
+    RA_FAULT_HEAD_INTERLEAVE = 1u << 9,
+    /* beta's pointer misses the batch offset: every batch reads batch 0's
+       beta.  All variants; no effect when B = 1. */
+    RA_FAULT_BATCH_BETA = 1u << 10,
+
+    /* Path-dependent.  h0 read as [V, K] instead of [K, V] (transposed
+       per head).  All variants; no effect without h0. */
+    RA_FAULT_H0_TRANSPOSED = 1u << 11,
+    /* Without dht the sequential backward treats the last token as having
+       no cotangent: its q do^T term never enters lambda.  Sequential
+       variants, backward only; no effect when the case has dht. */
+    RA_FAULT_NO_DHT_LAST = 1u << 12,
+    /* l2norm backward with n^2 where the chain rule has n^3:
+       dx = dxh/n - x (x . dxh)/n^2.  All variants, backward only; no
+       effect without l2norm or on unit-norm rows. */
+    RA_FAULT_L2NORM_BACK = 1u << 13,
+    /* The case's scale ignored: the default K^-1/2 used.  All variants;
+       no effect when the case sets no scale. */
+    RA_FAULT_SCALE_DEFAULT = 1u << 14,
+
+    /* Parameter handling.  l2eps ignored: the default 1e-6 used.  All
+       variants; no effect without l2norm or without an l2eps parameter. */
+    RA_FAULT_L2EPS_IGNORED = 1u << 15,
+    /* The scale applied twice (scale^2 q).  All variants. */
+    RA_FAULT_SCALE_TWICE = 1u << 16,
+
+    /* Precision class.  One TF32-rounded product (cvt.rna of both
+       operands) in a kernel declaring f32: the output o_t = S^T q_t.
+       The f32 sequential variant, forward only. */
+    RA_FAULT_TF32_OUTPUT = 1u << 17,
+    /* The per-chunk states stored in bf16 (as the bf16 class does) in a
+       kernel that declares fp32 state storage.  Chunked variants. */
+    RA_FAULT_BF16_STATE = 1u << 18,
+
+    /* Small terms.  dk without its beta-scaled term -beta S~ du (only
+       lambda u_t kept).  Sequential variants, backward only. */
+    RA_FAULT_DK_BETA_TERM = 1u << 19,
+    /* dg without the chunk-state gate term gC <dS, S_start> (the decay of
+       the carried state).  Chunked variants, backward only. */
+    RA_FAULT_DG_STATE_TERM = 1u << 20,
+    /* dg_t = <lambda, S~> taken before the rank-1 correction
+       -beta k du^T (the beta-scaled term of dg dropped).  Sequential
+       variants, backward only. */
+    RA_FAULT_DG_BETA_TERM = 1u << 21,
 };
 
 /* Every bit above. */
-#define RA_FAULT_ALL 0x3fu
+#define RA_FAULT_ALL 0x3fffffu
 
 #endif

@@ -172,10 +172,13 @@ static void RN(chunk_output)(RN(cws) *w, const RN(head) *h, int64_t t0, int64_t 
             o[i * V + j] = (w->gam[i] * w->QS[i * V + j]) * h->scale + o[i * V + j] * h->scale;
 }
 
-static void RN(chunk_store_state)(RN(cws) *w)
+/* The stored chunk-start state; BF16_STATE stores it in bf16 whatever
+   the configuration declares (faults of the head). */
+static void RN(chunk_store_state)(RN(cws) * w, unsigned faults)
 {
+    const int store = (faults & RA_FAULT_BF16_STATE) ? RA_CPU_STORE_BF16 : w->store_state;
     for (int64_t i = 0; i < w->K * w->V; i++)
-        w->Sst[i] = RN(st)(w->S[i], w->store_state);
+        w->Sst[i] = RN(st)(w->S[i], store);
 }
 
 static void RN(chunk_init_state)(RN(cws) *w, const RN(head) *h)
@@ -195,7 +198,7 @@ static int RN(chunk_forward)(const RN(head) *h, int64_t C, int mode, int store, 
         const int64_t t0 = c * C, L = RN(chunk_rows)(h, C, c, nch);
         if (L <= 0)
             continue;
-        RN(chunk_store_state)(&w);
+        RN(chunk_store_state)(&w, h->faults);
         RN(chunk_prep)(&w, h, t0, L);
         RN(chunk_vprime)(&w, L);
         RN(chunk_output)(&w, h, t0, L);

@@ -9,7 +9,9 @@
  * chunk_backward_one are those of the derivation.
  *
  * Faults: DBETA_TERM drops the Y and A contributions to dbeta (keeping
- * only dX . v, the chunk analogue of du . v); TAIL_MASK via chunk_rows.
+ * only dX . v, the chunk analogue of du . v); DG_STATE_TERM drops the gC
+ * gate term of step (5); TAIL_MASK via chunk_rows; BF16_STATE via
+ * chunk_store_state.
  * Errors: the only failure is allocation (returns 1).
  *
  * Derivation: docs/gdn-chunked.md §Backward.
@@ -87,7 +89,8 @@ static void RN(chunk_backward_one)(RN(cws) *w, const RN(head) *h, int64_t t0, in
         dG[i] -= acc;
     }
     /* (5) dS = s Q^T diag(gamma) dO + gC dSn - W^T dV', and the gC gate */
-    dG[L - 1] += gC * RN(dot)(w->dS, w->Sst, KV);
+    if (!(h->faults & RA_FAULT_DG_STATE_TERM))
+        dG[L - 1] += gC * RN(dot)(w->dS, w->Sst, KV);
     for (int64_t i = 0; i < L; i++)
         for (int64_t j = 0; j < V; j++)
             w->tV[i * V + j] = w->gam[i] * dO[i * V + j];
@@ -165,7 +168,7 @@ static int RN(chunk_backward)(const RN(head) *h, int64_t C, int mode, int store,
     RN(chunk_init_state)(&w, h);
     for (int64_t c = 0; c < nch; c++) {
         const int64_t t0 = c * C, L = RN(chunk_rows)(h, C, c, nch);
-        RN(chunk_store_state)(&w);
+        RN(chunk_store_state)(&w, h->faults);
         memcpy(states + c * KV, w.Sst, (size_t)KV * sizeof(R));
         if (L <= 0)
             continue;

@@ -12,10 +12,14 @@
  * writes only its own slices, so the result is bit-identical for any
  * thread count.  The backward's dq and dk are then summed over the value
  * heads of each group in increasing head order (RA_FAULT_DK_GROUP_SUM keeps
- * only the first head's dk) and chained through the L2 norm,
+ * only the first head's dk, RA_FAULT_GQA_PAIR the first two) and chained
+ * through the L2 norm,
  * dx = dx^/n - x (x . dx^)/n^3.  Outputs are stored with ra_tensor_set
  * (RNE into the storage dtype): o, dq, dk, dv in cfg->act_dtype; ht, dh0,
  * dg, dbeta in cfg->aux_dtype.
+ *
+ * The driver also plants the faults of head mapping, batch offsets, h0
+ * layout, parameters and the l2norm backward (cpu/faults.h).
  *
  * Errors: invalid cases as ra_gdn_problem_init reports them; an
  * inconsistent configuration (RA_EINVAL); allocation failure (RA_ENOMEM,
@@ -56,6 +60,22 @@ static void RN(scatter_bthd)(ra_tensor *t, const R *src, int64_t B, int64_t T, i
                                   (double)src[((b * H + h) * T + tt) * D + d]);
 }
 
+/* Planted fault H0_TRANSPOSED: each K x V state read as V x K. */
+static void RN(transpose_states)(R *s, int64_t n, int64_t K, int64_t V)
+{
+    R *tmp = malloc((size_t)(K * V) * sizeof *tmp);
+    if (!tmp)
+        return; /* a fault switch: without memory the state stays correct */
+    for (int64_t h = 0; h < n; h++) {
+        R *x = s + h * K * V;
+        memcpy(tmp, x, (size_t)(K * V) * sizeof *tmp);
+        for (int64_t i = 0; i < K; i++)
+            for (int64_t j = 0; j < V; j++)
+                x[i * V + j] = tmp[j * K + i];
+    }
+    free(tmp);
+}
+
 static void RN(gather_flat)(R *dst, const ra_tensor *t)
 {
     for (int64_t i = 0; i < t->numel; i++)
@@ -85,28 +105,31 @@ static int64_t RN(l2norm_rows)(R *xn, R *nrm, const R *x, int64_t rows, int64_t 
     return -1;
 }
 
-/* dx = dxh/n - x (x . dxh)/n^3, in place on dx (which holds dxh). */
-static void RN(l2norm_back_rows)(R *dx, const R *x, const R *nrm, int64_t rows, int64_t D)
+/* dx = dxh/n - x (x . dxh)/n^3, in place on dx (which holds dxh);
+   fault RA_FAULT_L2NORM_BACK divides by n^2. */
+static void RN(l2norm_back_rows)(R *dx, const R *x, const R *nrm, int64_t rows, int64_t D,
+                                 int fault)
 {
     for (int64_t r = 0; r < rows; r++) {
         R *g = dx + r * D;
         const R *xr = x + r * D;
-        const R n = nrm[r], c = RN(dot)(xr, g, D) / (n * n * n);
+        const R n = nrm[r], c = RN(dot)(xr, g, D) / (fault ? n * n : n * n * n);
         for (int64_t d = 0; d < D; d++)
             g[d] = g[d] / n - xr[d] * c;
     }
 }
 
-/* Sum of the per-value-head gradient over each group, into [B,Hk,T,K]. */
-static void RN(group_sum)(R *dst, const R *perhead, int64_t B, int64_t Hk, int64_t grp,
-                          int64_t TK, int first_only)
+/* Sum of the per-value-head gradient over each group, into [B,Hk,T,K];
+   the first `upto` heads of each group only (grp: all of them). */
+static void RN(group_sum)(R *dst, const R *perhead, int64_t B, int64_t Hk, int64_t grp, int64_t TK,
+                          int64_t upto)
 {
     for (int64_t b = 0; b < B; b++)
         for (int64_t hk = 0; hk < Hk; hk++) {
             R *d = dst + (b * Hk + hk) * TK;
             const R *src = perhead + (b * Hk * grp + hk * grp) * TK;
             memcpy(d, src, (size_t)TK * sizeof(R));
-            for (int64_t m = 1; m < (first_only ? 1 : grp); m++)
+            for (int64_t m = 1; m < (upto < grp ? upto : grp); m++)
                 for (int64_t i = 0; i < TK; i++)
                     d[i] += src[m * TK + i];
         }
@@ -202,16 +225,24 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
     RN(gather_bthd)(bf.beta, p.beta, B, T, Hv, 1);
     if (p.h0)
         RN(gather_flat)(bf.h0, p.h0);
+    if (p.h0 && (faults & RA_FAULT_H0_TRANSPOSED))
+        RN(transpose_states)(bf.h0, B * Hv, K, V);
     if (backward) {
         RN(gather_bthd)(bf.dO, p.do_, B, T, Hv, V);
         if (p.dht)
             RN(gather_flat)(bf.dht, p.dht);
     }
     const R *qn = bf.q, *kn = bf.k;
+    /* planted faults of the parameters: l2eps and scale ignored (the
+       defaults), scale applied twice */
+    const R l2eps = (R)((faults & RA_FAULT_L2EPS_IGNORED) ? 1e-6 : p.l2eps);
+    R scale = (R)((faults & RA_FAULT_SCALE_DEFAULT) ? 1.0 / sqrt((double)K) : p.scale);
+    if (faults & RA_FAULT_SCALE_TWICE)
+        scale = scale * scale;
     if (p.l2norm) {
         for (int w = 0; w < 2; w++) {
-            int64_t bad = RN(l2norm_rows)(w ? bf.kn : bf.qn, w ? bf.knrm : bf.qnrm,
-                                          w ? bf.k : bf.q, B * Hk * T, K, (R)p.l2eps);
+            int64_t bad = RN(l2norm_rows)(w ? bf.kn : bf.qn, w ? bf.knrm : bf.qnrm, w ? bf.k : bf.q,
+                                          B * Hk * T, K, l2eps);
             if (bad >= 0) {
                 RN(bufs_free)(&bf);
                 /* bad indexes the head-major [B,Hk,T] rows. */
@@ -234,10 +265,13 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
     fail = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int64_t bh = 0; bh < B * Hv; bh++) {
-        const int64_t b = bh / Hv, hv = bh % Hv, hk = hv / grp, kh = (b * Hk + hk) * T * K;
-        RN(head) h = {.T = T, .K = K, .V = V, .scale = (R)p.scale, .faults = faults};
+        const int64_t b = bh / Hv, hv = bh % Hv,
+                      hk = (faults & RA_FAULT_HEAD_INTERLEAVE) ? hv % Hk : hv / grp,
+                      kh = (b * Hk + hk) * T * K;
+        RN(head) h = {.T = T, .K = K, .V = V, .scale = scale, .faults = faults};
         h.q = qn + kh, h.k = kn + kh, h.v = bf.v + bh * T * V;
-        h.g = bf.g + bh * T, h.beta = bf.beta + bh * T;
+        h.g = bf.g + bh * T;
+        h.beta = bf.beta + ((faults & RA_FAULT_BATCH_BETA) ? hv : bh) * T;
         h.h0 = p.h0 ? bf.h0 + bh * K * V : NULL;
         int err;
         if (!backward) {
@@ -282,11 +316,16 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
         RA_OUT("o", cfg->act_dtype, 4, v_shape, RN(scatter_bthd)(t, bf.o, B, T, Hv, V));
         RA_OUT("ht", cfg->aux_dtype, 4, state_shape, RN(scatter_flat)(t, bf.ht));
     } else {
-        RN(group_sum)(bf.dq, bf.dqh, B, Hk, grp, T * K, 0);
-        RN(group_sum)(bf.dk, bf.dkh, B, Hk, grp, T * K, (faults & RA_FAULT_DK_GROUP_SUM) != 0);
+        const int l2back = (faults & RA_FAULT_L2NORM_BACK) != 0;
+        RN(group_sum)(bf.dq, bf.dqh, B, Hk, grp, T * K, grp);
+        RN(group_sum)
+        (bf.dk, bf.dkh, B, Hk, grp, T * K,
+         (faults & RA_FAULT_DK_GROUP_SUM) ? 1
+         : (faults & RA_FAULT_GQA_PAIR)   ? 2
+                                          : grp);
         if (p.l2norm) {
-            RN(l2norm_back_rows)(bf.dq, bf.q, bf.qnrm, B * Hk * T, K);
-            RN(l2norm_back_rows)(bf.dk, bf.k, bf.knrm, B * Hk * T, K);
+            RN(l2norm_back_rows)(bf.dq, bf.q, bf.qnrm, B * Hk * T, K, l2back);
+            RN(l2norm_back_rows)(bf.dk, bf.k, bf.knrm, B * Hk * T, K, l2back);
         }
         RA_OUT("dq", cfg->act_dtype, 4, qk_shape, RN(scatter_bthd)(t, bf.dq, B, T, Hk, K));
         RA_OUT("dk", cfg->act_dtype, 4, qk_shape, RN(scatter_bthd)(t, bf.dk, B, T, Hk, K));

@@ -23,8 +23,9 @@
  *
  * Faults (cpu/faults.h): DECAY_AFTER_UPDATE in the step (forward and
  * recomputation; the reversal backward ignores it, since it inverts the
- * correct step), FINAL_STATE_EARLY in the forward's ht, DBETA_TERM in the
- * backward's dbeta.  Errors: allocation (returns 1); a singular step in
+ * correct step), FINAL_STATE_EARLY in the forward's ht, KTILE64 and
+ * TF32_OUTPUT in the output, DBETA_TERM, DK_BETA_TERM, DG_BETA_TERM and
+ * NO_DHT_LAST in the adjoint step, CKPT256 in the checkpointed backward.  Errors: allocation (returns 1); a singular step in
  * the reversal backward (returns 2).
  */
 
@@ -57,17 +58,23 @@ static void RN(seq_step)(R *S, const RN(head) *h, int64_t t, R *u, int decay_aft
             S[i] = a * S[i];
 }
 
-/* o_t = S^T (scale q_t) into o; qs is K scratch. */
+/* o_t = S^T (scale q_t) into o; qs is K scratch.  Faults: KTILE64 reads
+   the first 64 key rows only; TF32_OUTPUT rounds both operands of the
+   product to TF32 (float only). */
 static void RN(seq_output)(R *o, const R *S, const RN(head) *h, int64_t t, R *qs)
 {
     const int64_t K = h->K, V = h->V;
+    const int64_t rows = (h->faults & RA_FAULT_KTILE64) && K > 64 ? 64 : K;
+    const int tf32 = !R_IS_F64 && (h->faults & RA_FAULT_TF32_OUTPUT);
     for (int64_t i = 0; i < K; i++)
         qs[i] = h->scale * h->q[t * K + i];
     for (int64_t j = 0; j < V; j++)
         o[j] = 0;
-    for (int64_t i = 0; i < K; i++)
+    for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < V; j++)
-            o[j] = R_FMA(S[i * V + j], qs[i], o[j]);
+            o[j] = tf32 ? R_FMA((R)ra_round_tf32_rna((float)S[i * V + j]),
+                                (R)ra_round_tf32_rna((float)qs[i]), o[j])
+                        : R_FMA(S[i * V + j], qs[i], o[j]);
 }
 
 static void RN(seq_init_state)(R *S, const RN(head) *h)
@@ -115,15 +122,20 @@ typedef struct RN(adj_ws) {
 } RN(adj_ws);
 
 /* The adjoint of token t: reads S_{t-1} (Sp) and S_t (Sc), writes the
-   token's gradients and carries lambda from dL/dS_t to dL/dS_{t-1}. */
+   token's gradients and carries lambda from dL/dS_t to dL/dS_{t-1}.
+   Faults: DBETA_TERM, DK_BETA_TERM, DG_BETA_TERM, NO_DHT_LAST. */
 static void RN(seq_adjoint_step)(const RN(head) * h, int64_t t, const R *Sp, const R *Sc, R *lam,
-                                 const RN(adj_ws) * w, int dbeta_fault)
+                                 const RN(adj_ws) * w)
 {
     const int64_t K = h->K, V = h->V, KV = K * V;
+    const int dbeta_fault = (h->faults & RA_FAULT_DBETA_TERM) != 0;
+    const int dk_fault = (h->faults & RA_FAULT_DK_BETA_TERM) != 0;
+    const int dg_fault = (h->faults & RA_FAULT_DG_BETA_TERM) != 0;
+    const int skip_do = (h->faults & RA_FAULT_NO_DHT_LAST) && !h->dht && t == h->T - 1;
     R *St = w->St, *r = w->r, *u = w->u, *du = w->du;
     const R *q = h->q + t * K, *k = h->k + t * K, *v = h->v + t * V, *dout = h->do_ + t * V;
     const R a = R_EXP(h->g[t]), beta = h->beta[t];
-    for (int64_t i = 0; i < K; i++) {
+    for (int64_t i = 0; i < K && !skip_do; i++) {
         const R qs = h->scale * q[i];
         for (int64_t j = 0; j < V; j++)
             lam[i * V + j] = R_FMA(qs, dout[j], lam[i * V + j]);
@@ -144,7 +156,11 @@ static void RN(seq_adjoint_step)(const RN(head) * h, int64_t t, const R *Sp, con
         u[j] = beta * r[j];
     }
     for (int64_t i = 0; i < K; i++)
-        h->dk[t * K + i] = RN(dot)(lam + i * V, u, V) - beta * RN(dot)(St + i * V, du, V);
+        h->dk[t * K + i] = dk_fault ? RN(dot)(lam + i * V, u, V)
+                                    : RN(dot)(lam + i * V, u, V) -
+                                          beta * RN(dot)(St + i * V, du, V);
+    if (dg_fault)
+        h->dg[t] = RN(dot)(lam, St, KV);
     h->dbeta[t] = RN(dot)(du, dbeta_fault ? v : r, V);
     for (int64_t j = 0; j < V; j++)
         h->dv[t * V + j] = beta * du[j];
@@ -153,7 +169,8 @@ static void RN(seq_adjoint_step)(const RN(head) * h, int64_t t, const R *Sp, con
         for (int64_t j = 0; j < V; j++)
             lam[i * V + j] = R_FMA(bk, du[j], lam[i * V + j]);
     }
-    h->dg[t] = RN(dot)(lam, St, KV);
+    if (!dg_fault)
+        h->dg[t] = RN(dot)(lam, St, KV);
     for (int64_t i = 0; i < KV; i++)
         lam[i] = a * lam[i];
 }
@@ -162,8 +179,9 @@ static int RN(seq_backward)(const RN(head) * h)
 {
     const int64_t K = h->K, V = h->V, T = h->T, KV = K * V;
     const int decay_after = (h->faults & RA_FAULT_DECAY_AFTER_UPDATE) != 0;
-    const int dbeta_fault = (h->faults & RA_FAULT_DBETA_TERM) != 0;
     const int64_t seg = RN(seq_segment)(T), nseg = (T + seg - 1) / seg;
+    /* CKPT256: checkpoints in floor(256 / seg) slots, slot s mod that */
+    const int64_t nslot = (h->faults & RA_FAULT_CKPT256) && 256 / seg < nseg ? 256 / seg : nseg;
     R *mem = malloc((size_t)((nseg + seg + 3) * KV + 4 * V) * sizeof *mem);
     if (!mem)
         return 1;
@@ -174,7 +192,7 @@ static int RN(seq_backward)(const RN(head) * h)
     R *S = buf; /* the forward pass to the checkpoints runs in buf[0] */
     RN(seq_init_state)(S, h);
     for (int64_t s = 0; s < nseg; s++) {
-        memcpy(ckpt + s * KV, S, (size_t)KV * sizeof *S);
+        memcpy(ckpt + s % nslot * KV, S, (size_t)KV * sizeof *S);
         for (int64_t t = s * seg; t < T && t < (s + 1) * seg; t++)
             RN(seq_step)(S, h, t, tmp, decay_after);
     }
@@ -183,14 +201,14 @@ static int RN(seq_backward)(const RN(head) * h)
         lam[i] = h->dht ? h->dht[i] : 0;
     for (int64_t s = nseg - 1; s >= 0; s--) {
         const int64_t t0 = s * seg, t1 = (t0 + seg < T) ? t0 + seg : T;
-        memcpy(buf, ckpt + s * KV, (size_t)KV * sizeof *buf);
+        memcpy(buf, ckpt + s % nslot * KV, (size_t)KV * sizeof *buf);
         for (int64_t t = t0; t < t1; t++) {
             memcpy(buf + (t - t0 + 1) * KV, buf + (t - t0) * KV, (size_t)KV * sizeof *buf);
             RN(seq_step)(buf + (t - t0 + 1) * KV, h, t, tmp, decay_after);
         }
         for (int64_t t = t1 - 1; t >= t0; t--)
             RN(seq_adjoint_step)
-            (h, t, buf + (t - t0) * KV, buf + (t - t0 + 1) * KV, lam, &w, dbeta_fault);
+            (h, t, buf + (t - t0) * KV, buf + (t - t0 + 1) * KV, lam, &w);
     }
     if (h->dh0)
         memcpy(h->dh0, lam, (size_t)KV * sizeof *lam);
@@ -238,7 +256,6 @@ static int RN(seq_unstep)(R *S, const RN(head) * h, int64_t t, R *w)
 static int RN(seq_backward_reversal)(const RN(head) * h, int64_t span)
 {
     const int64_t K = h->K, V = h->V, T = h->T, KV = K * V, ncp = T / span + 1;
-    const int dbeta_fault = (h->faults & RA_FAULT_DBETA_TERM) != 0;
     R *mem = malloc((size_t)((ncp + 4) * KV + 4 * V) * sizeof *mem);
     if (!mem)
         return 1;
@@ -262,7 +279,7 @@ static int RN(seq_backward_reversal)(const RN(head) * h, int64_t span)
             err = RN(seq_unstep)(Sp, h, t, tmp);
         }
         if (!err)
-            RN(seq_adjoint_step)(h, t, Sp, Sc, lam, &w, dbeta_fault);
+            RN(seq_adjoint_step)(h, t, Sp, Sc, lam, &w);
         R *x = Sc;
         Sc = Sp, Sp = x;
     }

@@ -86,7 +86,7 @@ ra_status ra_study_case_reference(ra_study_case *sc, ra_study_ctx *ctx)
     ro.grads = s->bwd;
     if (ctx->threads > 0)
         ro.threads = ctx->threads;
-    char what[RA_SPEC_SHAPE_MAX + 64];
+    char what[RA_SPEC_SHAPE_MAX + RA_SPEC_REGIME_MAX + 64];
     snprintf(what, sizeof what, "%s %s %s seed %llu", s->op, s->shape, s->regime, s->seed);
     ra_case_clear(&sc->ref);
     ra_case_init(&sc->ref);
