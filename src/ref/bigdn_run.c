@@ -183,14 +183,7 @@ ra_status ra_bigdn_run_multi(ra_bigdn_out *outs, const mpfr_prec_t *precs, int n
         memset(&outs[k], 0, sizeof outs[k]);
         outs[k].prec = precs[k];
     }
-    if (nprec < 1 || nprec > RA_BIGDN_MAX_PRECS)
-        RA_ERRORF(RA_EINTERNAL, "bigdn reference: %d precisions in one run", nprec);
-    for (int k = 0; k < nprec; k++)
-        if (precs[k] < 53 || precs[k] > MPFR_PREC_MAX)
-            RA_ERRORF(RA_EINVAL,
-                      "precision %ld bits: the bigdn reference needs at least 53 (so every stored "
-                      "input is exact)",
-                      (long)precs[k]);
+    RA_TRY(ra_pool_check_precs(precs, nprec, RA_BIGDN_MAX_PRECS, "bigdn"));
     for (int a = 0; a < RA_BIGDN_NIN; a++)
         if (!in->x[a])
             RA_ERRORF(RA_ENOTFOUND, "bigdn reference: missing tensor '%s'",

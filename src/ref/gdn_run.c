@@ -102,11 +102,7 @@ static ra_status check_param_text(const char *name, const char *text, int nonneg
 
 ra_status ra_gdn_in_check(const ra_gdn_in *in, mpfr_prec_t prec, int need_do)
 {
-    if (prec < 53 || prec > MPFR_PREC_MAX)
-        RA_ERRORF(RA_EINVAL,
-                  "precision %ld bits: the gdn reference needs at least 53 (so every stored "
-                  "input is exact)",
-                  (long)prec);
+    RA_TRY(ra_pool_check_precs(&prec, 1, 1, "gdn"));
     if (in->scale_text)
         RA_TRY(check_param_text("scale", in->scale_text, 0));
     if (in->l2eps_text)

@@ -433,14 +433,7 @@ ra_status ra_glr_run_multi(ra_glr_out *outs, const mpfr_prec_t *precs, int nprec
         memset(&outs[k], 0, sizeof outs[k]);
         outs[k].prec = precs[k];
     }
-    if (nprec < 1 || nprec > RA_GLR_MAX_PRECS)
-        RA_ERRORF(RA_EINTERNAL, "glr reference: %d precisions in one run", nprec);
-    for (int k = 0; k < nprec; k++)
-        if (precs[k] < 53 || precs[k] > MPFR_PREC_MAX)
-            RA_ERRORF(RA_EINVAL,
-                      "precision %ld bits: the glr reference needs at least 53 (so every stored "
-                      "input is exact)",
-                      (long)precs[k]);
+    RA_TRY(ra_pool_check_precs(precs, nprec, RA_GLR_MAX_PRECS, "glr"));
     for (int a = 0; a < RA_GLR_NARR; a++)
         if (a != RA_GLR_HS && !in->x[a] && (a != RA_GLR_DO || grads))
             RA_ERRORF(RA_ENOTFOUND, "glr reference: missing tensor '%s'", ra_glr_arr_names[a]);

@@ -174,3 +174,16 @@ ra_status ra_pool_run_multi(const ra_pool_multi *m)
     free(r.order);
     return st;
 }
+
+ra_status ra_pool_check_precs(const mpfr_prec_t *precs, int nprec, int max, const char *op)
+{
+    if (nprec < 1 || nprec > max)
+        RA_ERRORF(RA_EINTERNAL, "%s reference: %d precisions in one run", op, nprec);
+    for (int k = 0; k < nprec; k++)
+        if (precs[k] < 53 || precs[k] > MPFR_PREC_MAX)
+            RA_ERRORF(RA_EINVAL,
+                      "precision %ld bits: the %s reference needs at least 53 (so every stored "
+                      "input is exact)",
+                      (long)precs[k], op);
+    return RA_OK;
+}

@@ -82,4 +82,9 @@ typedef struct ra_pool_multi {
 /* Runs every (precision, unit) task through ra_pool_run. */
 ra_status ra_pool_run_multi(const ra_pool_multi *m);
 
+/* Refuses a precision list an MPFR reference cannot run: 1..max entries
+   (RA_EINTERNAL), each at least 53 bits so that every stored input is
+   exact (RA_EINVAL); op names the reference in the message. */
+ra_status ra_pool_check_precs(const mpfr_prec_t *precs, int nprec, int max, const char *op);
+
 #endif
