@@ -12,6 +12,7 @@
 
 #include "bigdn-cpu-testutil.h"
 #include "cpu/bigdn_f32.h"
+#include "cpu/gdn_variants.h"
 #include "testutil.h"
 
 /*
@@ -499,6 +500,38 @@ START_TEST(special_bad_input)
 }
 END_TEST
 
+/* P2 stores the bridges I - P, I - Pz and A in bf16 (seed 003).  That
+   storage is visible: A enters M elementwise before any operand rounding.
+   So P2 as shipped must equal P2 with bf16 storage asked for explicitly,
+   and differ from P2 with f32 storage and from P2 with f16 storage.  A
+   merge once turned the shipped P2 storage into f32 storage (a 0/1 flag
+   passed where a storage code was expected) and no other test saw it. */
+START_TEST(regress_p2_storage)
+{
+    bd_case c;
+    bd_case_make(&c, dims(1, 4, 8, 2, 8), &GAUSS);
+    float *shipped = fwd32(&c, RA_BIGDN_P2);
+    const int stores[3] = {RA_CPU_STORE_BF16, RA_CPU_STORE_F32, RA_CPU_STORE_F16};
+    for (int i = 0; i < 3; i++) {
+        c.d.store = stores[i];
+        float *o = fwd32(&c, RA_BIGDN_P2);
+        const int same = memcmp(o, shipped, (size_t)c.n_out * sizeof(float)) == 0;
+        ck_assert_msg(same == (i == 0), "P2 with storage %d %s the shipped P2", stores[i],
+                      same ? "equals" : "differs from");
+        free(o);
+    }
+    c.d.store = 7;
+    float *out = malloc((size_t)c.n_out * sizeof(float));
+    ck_assert(out);
+    float *const *f = c.f;
+    tu_expect_error(ra_cpu_bigdn_forward(&c.d, RA_BIGDN_P2, f[BD_QKV], f[BD_BETA], f[BD_DECAY],
+                                         f[BD_QW], f[BD_KW], f[BD_COS], f[BD_SIN], out),
+                    RA_EINVAL, "unknown storage 7");
+    free(out), free(shipped);
+    bd_case_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("bigdn-cpu");
@@ -507,6 +540,7 @@ static Suite *suite(void)
     tu_tcase(s, "data", setup, NULL, data_forward_p0_max_rel);
     tu_tcase(s, "random", setup, NULL, random_forward_modes, random_backward_fd,
              random_backward_fd_f4, random_core);
+    tu_tcase(s, "regress", setup, NULL, regress_p2_storage);
     return s;
 }
 

@@ -61,6 +61,10 @@ typedef enum ra_bigdn_prec { RA_BIGDN_P0 = 0, RA_BIGDN_P1 = 1, RA_BIGDN_P2 = 2 }
 typedef struct ra_bigdn_dims {
     int64_t B, F, S, H, D;
     float k_scale, norm_eps, eps;
+    /* Storage of the bridges I - P, I - Pz and of A: 0 for the mode's
+       (bf16 in P2, f32 otherwise), or an ra_cpu_store value
+       (cpu/gdn_variants.h: RA_CPU_STORE_F32, _BF16, _F16). */
+    int store;
 } ra_bigdn_dims;
 
 /* bigdn: out [B,N,H,D] from qkv and the rest. */

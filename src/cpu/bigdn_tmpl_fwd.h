@@ -60,7 +60,7 @@ static ra_status RN(ws_init)(RN(bdws) * w, const ra_bigdn_dims *d, ra_bigdn_prec
     w->mode = p == RA_BIGDN_P1   ? RA_CPU_ROUND_TF32
               : p == RA_BIGDN_P2 ? RA_CPU_ROUND_BF16
                                  : RA_CPU_ROUND_IEEE;
-    w->store = p == RA_BIGDN_P2 ? RA_CPU_STORE_BF16 : RA_CPU_STORE_F32;
+    w->store = d->store ? d->store : p == RA_BIGDN_P2 ? RA_CPU_STORE_BF16 : RA_CPU_STORE_F32;
     int64_t total =
         6 * N * D + N + F + 5 * F * DD + 3 * F * D + N + 3 * SD + 3 * DD + 2 * D + 2 * mmb;
     if (bwd)
@@ -109,6 +109,9 @@ static ra_status RN(check_dims)(const char *op, const ra_bigdn_dims *d, ra_bigdn
         RA_ERRORF(RA_EINVAL, "cpu %s: unknown precision mode %d", op, (int)p);
     if (R_IS_F64 && p != RA_BIGDN_P0)
         RA_ERRORF(RA_EINVAL, "cpu %s: the double instance has only mode P0", op);
+    if (d->store != 0 && d->store != RA_CPU_STORE_F32 && d->store != RA_CPU_STORE_BF16 &&
+        d->store != RA_CPU_STORE_F16)
+        RA_ERRORF(RA_EINVAL, "cpu %s: unknown storage %d", op, d->store);
     if (full && d->D % 2)
         RA_ERRORF(RA_EINVAL, "cpu %s: D = %lld is odd (RoPE rotates the pairs d, d^1)", op,
                   (long long)d->D);
