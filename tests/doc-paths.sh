@@ -8,7 +8,8 @@
 # `X.c` and `X.h`, a Check program `tests/t-foo` its `tests/t-foo.c`.  A
 # relative markdown link `[text](target)` is resolved from the directory
 # of the file that holds it (anchors dropped).  Every report under
-# reports/ must have a link in reports/README.md.  Runs in a git checkout
+# reports/ must have a link in reports/README.md, and every name in
+# `recaudit list ops` and `list variants` appears in README.md.  Runs in a git checkout
 # only: a distributed tree carries only the files the distribution lists.
 top=${top_srcdir:-.}
 case $top in /*) ;; *) top=$(pwd)/$top ;; esac
@@ -60,6 +61,32 @@ for r in $(find reports -name '*.md' ! -path reports/README.md | sort); do
     rel=${r#reports/}
     grep -qF "]($rel)" reports/README.md || fail "reports/README.md does not index $rel"
 done
+
+# Every operation and variant the program lists is named in README.md
+# (`{a,b}` alternatives expanded), so a new one cannot go undocumented.
+RECAUDIT=${RECAUDIT:-./recaudit}
+if test -x "$RECAUDIT"; then
+    grep -oE '`[a-z0-9.{},]+`' README.md | tr -d '`' | awk '
+        function expand(t,   i, j, pre, alts, post, n, a, k) {
+            i = index(t, "{")
+            if (i == 0) { print t; return }
+            j = index(substr(t, i), "}") + i - 1
+            pre = substr(t, 1, i - 1); alts = substr(t, i + 1, j - i - 1); post = substr(t, j + 1)
+            n = split(alts, a, ",")
+            for (k = 1; k <= n; k++) expand(pre a[k] post)
+        }
+        { expand($0) }' | sort -u >"$work/named"
+    for kind in ops variants; do
+        "$RECAUDIT" list --format csv "$kind" >"$work/list" 2>"$work/err" || {
+            fail "recaudit list $kind failed: $(cat "$work/err")"
+            continue
+        }
+        sed '1d; s/,.*//' "$work/list" | while read -r name; do
+            grep -qxF "$name" "$work/named" || echo "$name"
+        done >"$work/missing"
+        test -s "$work/missing" && fail "README.md does not name the $kind $(tr '\n' ' ' <"$work/missing")"
+    done
+fi
 
 if test "$failures" -ne 0; then
     echo "$failures failure(s)" >&2
