@@ -36,9 +36,10 @@ typedef struct gc_args {
 
 static void print_help(FILE *f)
 {
-    fprintf(f, "usage: recaudit gradcheck --op OP [--shape S] [--regime R] [--dtype T] [--seed N]\n"
-               "                          [--param KEY=VALUE]... [--FLAG]... [--mode M] [--prec N]\n"
-               "                          [--h-log2 N] [--min-digits D] [--threads N] [--format F]\n"
+    fprintf(f, "usage: recaudit gradcheck --op OP [--shape S] [--regime R] [--dtype T]\n"
+               "                          [--seed N] [--param KEY=VALUE]... [--FLAG]...\n"
+               "                          [--mode M] [--prec N] [--h-log2 N] [--min-digits D]\n"
+               "                          [--threads N] [--format F]\n"
                "                          [--grads RESULT.safetensors] [CASE.safetensors]\n"
                "\n"
                "Central finite differences of the MPFR forward (step 2^-80, Richardson) of\n"
