@@ -38,7 +38,7 @@ static void print_help(FILE *f)
         "  --op OP              operation (default: that of the matching variants)\n"
         "  --shape S            the case's shape (required; syntax: 'recaudit gen --help')\n"
         "  --regime NAME        input distribution (default: the operation's first;\n"
-        "                       'recaudit list regimes')\n"
+        "                       'recaudit list regimes'; gdn's compose as A+B+...)\n"
         "  --dtype D            input dtype (default f32)\n"
         "  --seed N             seed (default 0)\n");
     ra_cli_help_flags(f);

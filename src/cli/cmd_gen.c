@@ -37,7 +37,8 @@ static void print_help(FILE *f)
                "                       bf16, f16, f64; gates and states stay f32 (f64 when T\n"
                "                       is f64): 'recaudit list tensors' says which\n"
                "  --regime NAME        input distribution ('recaudit list regimes'; default:\n"
-               "                       the operation's first)\n"
+               "                       the operation's first); gdn's compose as A+B+...\n"
+               "                       in list order, e.g. strong-decay+raw-keys+small-beta\n"
                "  --seed N             random seed (default 0)\n"
                "  --fwd-only           a forward-only case: no cotangents (gdn: no do, dht)\n");
     ra_cli_help_flags(f);

@@ -36,8 +36,10 @@ typedef struct gc_args {
 
 static void print_help(FILE *f)
 {
-    fprintf(f, "usage: recaudit gradcheck --op OP [--shape S] [--regime R] [--seed N] [--FLAG]...\n"
-               "                          [--mode M] [--prec N] [--min-digits D]\n"
+    fprintf(f, "usage: recaudit gradcheck --op OP [--shape S] [--regime R] [--dtype T]\n"
+               "                          [--seed N] [--param KEY=VALUE]... [--FLAG]...\n"
+               "                          [--mode M] [--prec N] [--h-log2 N] [--min-digits D]\n"
+               "                          [--threads N] [--format F]\n"
                "                          [--grads RESULT.safetensors] [CASE.safetensors]\n"
                "\n"
                "Central finite differences of the MPFR forward (step 2^-80, Richardson) of\n"
@@ -53,7 +55,8 @@ static void print_help(FILE *f)
             fprintf(f, "  --shape S            default for %s: %s element-wise,\n"
                        "                       %s otherwise\n",
                     (*o)->name, (*o)->gradcheck_shapes[0], (*o)->gradcheck_shapes[1]);
-    fprintf(f, "  --regime R           input regime of the generated case (the op's first)\n"
+    fprintf(f, "  --regime R           input distribution of the generated case (default:\n"
+               "                       the op's first; 'recaudit list regimes')\n"
                "  --dtype T            storage dtype of the generated case (f32)\n"
                "  --seed N             case seed, and the seed of random directions (0)\n");
     ra_cli_help_flags(f);

@@ -76,8 +76,10 @@ static const list_kind kinds[] = {
     {"ops", "operations the suite knows, with their tensor layout", list_ops, 0},
     {"tensors", "every operation's tensors: role, shape, storage dtype", list_tensors, 0},
     {"regimes", "input distributions for `recaudit gen --regime`", list_regimes, 0},
-    {"variants", "kernel variants: name, op, device, capabilities, doc", ra_list_variants, 1},
-    {"suites", "conformance suites for `recaudit validate --suite`", ra_list_suites, 0},
+    {"variants", "kernel variants: name, op, device, class, capabilities, doc, origin",
+     ra_list_variants, 1},
+    {"suites", "conformance suites for `recaudit validate --suite`, with their coverage",
+     ra_list_suites, 0},
     {NULL, NULL, NULL, 0},
 };
 

@@ -23,5 +23,8 @@ TESTS += tests/bigdn-cli.sh
 EXTRA_DIST += tests/bigdn-cli.sh
 TESTS += tests/derive-cli.sh
 EXTRA_DIST += tests/derive-cli.sh
-# Covering-array suites (src/audit/matrix.h): recaudit pairs.
+# Covering-array suites (src/audit/gdn_matrix.h): recaudit pairs.
 recaudit_SOURCES += src/cli/cmd_pairs.c
+# Every listed command has a help whose options parse; every path and link the docs name exists.
+TESTS += tests/cli-help.sh tests/doc-paths.sh
+EXTRA_DIST += tests/cli-help.sh tests/doc-paths.sh
