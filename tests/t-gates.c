@@ -342,6 +342,76 @@ START_TEST(data_shipped_scan_refinement)
 }
 END_TEST
 
+/* A refinement keyed by the case's regime (GLOB@RGLOB, GLOB@!RGLOB)
+   applies only where the regime matches (does not match), still only
+   tightens, and is not applied when no regime is known; a refine field
+   with an empty part is refused.  The shipped bf16 dg rows: 6.5e-2 in the
+   default regime, the 0.3 envelope under strong decay over a large state;
+   values from gates.tsv's documentation. */
+START_TEST(special_regime_refinement)
+{
+    ra_gates g;
+    ra_gates_init(&g);
+    ck_assert_int_eq(ra_gates_parse(&g,
+                                    HDR "gdn\tbf16\t*\t*\tdg\trel_rms\t0.3\tc\n"
+                                        "gdn\tbf16\t*@!*harsh*\t*\tdg\trel_rms\t0.06\tmild\n"
+                                        "gdn\tbf16\t*@raw-keys*\t*\tdg\trel_rms\t0.02\traw\n",
+                                    "r.tsv"),
+                     RA_OK);
+    const ra_gate *sel[RA_GATES_MAX_METRICS];
+    size_t n;
+    const char *const want[][2] = {
+        {"default", "mild"}, {"a+harsh+b", "c"}, {"raw-keys", "raw"}, {"raw-keys+harsh", "raw"}};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(
+            ra_gates_select_case(sel, &n, &g, "gdn", "bf16", "gdn.cpu.x", want[i][0], "f32", "dg"),
+            RA_OK);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_msg(strcmp(sel[0]->why, want[i][1]) == 0, "%s: %s", want[i][0], sel[0]->why);
+    }
+    /* no regime: the class row */
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "bf16", "gdn.cpu.x", "f32", "dg"), RA_OK);
+    ck_assert_str_eq(sel[0]->why, "c");
+    ra_gates_clear(&g);
+
+    /* a regime-keyed row that would loosen is an error */
+    ra_gates_init(&g);
+    ck_assert_int_eq(ra_gates_parse(&g,
+                                    HDR "gdn\tbf16\t*\t*\tdg\trel_rms\t0.06\tc\n"
+                                        "gdn\tbf16\t*@*harsh*\t*\tdg\trel_rms\t0.3\tloose\n",
+                                    "l.tsv"),
+                     RA_OK);
+    ck_assert_int_eq(ra_gates_select_case(sel, &n, &g, "gdn", "bf16", "v", "x+harsh", "f32", "dg"),
+                     RA_EFORMAT);
+    tu_has(ra_last_error(), "l.tsv line 3", "loosen");
+    ra_gates_clear(&g);
+
+    static const char *const bad[] = {"@default", "*@", "*@!"};
+    for (size_t i = 0; i < 3; i++) {
+        char text[256];
+        snprintf(text, sizeof text, HDR "gdn\tbf16\t%s\t*\tdg\trel_rms\t0.1\tx\n", bad[i]);
+        ra_gates_init(&g);
+        ck_assert_int_eq(ra_gates_parse(&g, text, "b.tsv"), RA_EFORMAT);
+        tu_has(ra_last_error(), "b.tsv line 2", bad[i]);
+        ra_gates_clear(&g);
+    }
+
+    ra_gates_init(&g);
+    ck_assert_int_eq(ra_gates_load(&g, NULL), RA_OK);
+    const char *const shipped[][2] = {{"default", "0.065"},
+                                      {"strong-decay+large-state+big-beta+aligned-keys", "0.3"}};
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(ra_gates_select_case(sel, &n, &g, "gdn", "bf16", "gdn.cpu.chunk64.bf16",
+                                              shipped[i][0], "f16", "dg"),
+                         RA_OK);
+        ck_assert_uint_eq(n, 2); /* max_rel, rel_rms */
+        ck_assert_msg(sel[1]->threshold == strtod(shipped[i][1], NULL), "%s: %g", shipped[i][0],
+                      sel[1]->threshold);
+    }
+    ra_gates_clear(&g);
+}
+END_TEST
+
 /* --- suites --------------------------------------------------------------------------- */
 
 #define SHDR "op\tshape\tregime\tdtype\tdirection\tseed\tflags\n"
@@ -539,8 +609,8 @@ END_TEST
 static Suite *gates_suite(void)
 {
     Suite *s = suite_create("gates");
-    tu_tcase(s, "special", tu_capture, NULL, special_selection, special_tie, special_pass,
-             special_suite_parse, special_suite_params);
+    tu_tcase(s, "special", tu_capture, NULL, special_selection, special_tie,
+             special_regime_refinement, special_pass, special_suite_parse, special_suite_params);
     tu_tcase(s, "regress", tu_capture, NULL, regress_refine_never_loosens, regress_old_layout);
     tu_tcase(s, "data", tu_capture, NULL, data_refusals, data_crlf, data_shipped_gates,
              data_shipped_scan_refinement, data_suite_refusals, data_shipped_suites,

@@ -392,6 +392,13 @@ START_TEST(random_rounding_vs_mpfr)
         ck_assert_msg(same_double(got, want), "%s(%a): got %a, MPFR %a", which ? "f16" : "bf16", x,
                       got, want);
         ck_assert(same_double(ra_round_to_dtype(x, which ? RA_F16 : RA_BF16), want));
+        if (!which) { /* the float path (bit arithmetic) on x rounded to a float first */
+            const float xf = (float)x;
+            const double wf = round_by_mpfr((double)xf, prec, emin - prec + 2, emax + 1);
+            ck_assert_msg(same_double((double)ra_round_bf16_f(xf), wf),
+                          "ra_round_bf16_f(%a): got %a, MPFR %a", (double)xf,
+                          (double)ra_round_bf16_f(xf), wf);
+        }
     }
     ra_rng_free(r);
 }

@@ -324,8 +324,8 @@ static ra_status compare_one(ra_rows *rows, const ra_tensor *res, const ra_tenso
     const ra_gate *sel[RA_GATES_MAX_METRICS];
     size_t nsel = 0;
     if (o->gates)
-        RA_TRY(ra_gates_select(sel, &nsel, o->gates, id->op, o->pclass, variant, id->dtype,
-                               ref->name));
+        RA_TRY(ra_gates_select_case(sel, &nsel, o->gates, id->op, o->pclass, variant, id->regime,
+                                    id->dtype, ref->name));
     if (nsel == 0) {
         ra_row *row;
         RA_TRY(metrics_row(&row, rows, variant, id, ref, o, &m, at));

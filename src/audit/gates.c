@@ -42,6 +42,8 @@ static void gate_free(ra_gate *r)
     free(r->tensor);
     free(r->metric);
     free(r->why);
+    free(r->vglob);
+    free(r->rglob);
 }
 
 void ra_gates_clear(ra_gates *g)
@@ -150,7 +152,27 @@ static ra_status add_row(void *ctx, char **f, int line, const char *what)
     r->threshold = thr;
     r->line = line;
     r->refines = strcmp(f[2], "*") != 0;
-    r->glob_literal = r->refines ? glob_literals(f[2]) : 0;
+    if (r->refines) {
+        /* GLOB, GLOB@RGLOB or GLOB@!RGLOB (keyed by the case's regime) */
+        const char *at = strchr(f[2], '@');
+        r->vglob = at ? strndup(f[2], (size_t)(at - f[2])) : strdup(f[2]);
+        if (at) {
+            r->rglob_not = at[1] == '!';
+            r->rglob = strdup(at + 1 + r->rglob_not);
+        }
+        if (!r->vglob || (at && !r->rglob)) {
+            gate_free(r);
+            RA_ERROR("out of memory", RA_ENOMEM);
+        }
+        if (!r->vglob[0] || (at && !r->rglob[0])) {
+            gate_free(r);
+            RA_ERRORF(RA_EFORMAT,
+                      "%s line %d: refine '%s' is not GLOB, GLOB@REGIME-GLOB or "
+                      "GLOB@!REGIME-GLOB",
+                      what, line, f[2]);
+        }
+        r->glob_literal = glob_literals(r->vglob) + (r->rglob ? glob_literals(r->rglob) : 0);
+    }
     g->n++;
     return RA_OK;
 }
@@ -210,8 +232,8 @@ static int specificity_cmp(const ra_gate *a, const ra_gate *b)
 /* The most specific row of one kind (refines 0: class rows, 1:
    refinements) gating metric m; *best NULL when none matches. */
 static ra_status pick(const ra_gate **best, const ra_gates *g, int refines, const char *m,
-                      const char *op, const char *pclass, const char *variant, const char *dtype,
-                      const char *tensor)
+                      const char *op, const char *pclass, const char *variant, const char *regime,
+                      const char *dtype, const char *tensor)
 {
     *best = NULL;
     for (size_t i = 0; i < g->n; i++) {
@@ -219,7 +241,9 @@ static ra_status pick(const ra_gate **best, const ra_gates *g, int refines, cons
         if (r->refines != refines || strcmp(r->metric, m) || strcmp(r->op, op) ||
             strcmp(r->pclass, pclass))
             continue;
-        if (refines && (!variant || !ra_glob_match(r->refine, variant)))
+        if (refines && (!variant || !ra_glob_match(r->vglob, variant)))
+            continue;
+        if (refines && r->rglob && (!regime || ra_glob_match(r->rglob, regime) == r->rglob_not))
             continue;
         if (strcmp(r->dtype, "*") && strcmp(r->dtype, dtype))
             continue;
@@ -246,13 +270,20 @@ ra_status ra_gates_select(const ra_gate **out, size_t *n, const ra_gates *g, con
                           const char *pclass, const char *variant, const char *dtype,
                           const char *tensor)
 {
+    return ra_gates_select_case(out, n, g, op, pclass, variant, NULL, dtype, tensor);
+}
+
+ra_status ra_gates_select_case(const ra_gate **out, size_t *n, const ra_gates *g, const char *op,
+                               const char *pclass, const char *variant, const char *regime,
+                               const char *dtype, const char *tensor)
+{
     *n = 0;
     if (!pclass)
         return RA_OK;
     for (const char *const *m = ra_metric_names(); *m; m++) {
         const ra_gate *cls, *ref;
-        RA_TRY(pick(&cls, g, 0, *m, op, pclass, variant, dtype, tensor));
-        RA_TRY(pick(&ref, g, 1, *m, op, pclass, variant, dtype, tensor));
+        RA_TRY(pick(&cls, g, 0, *m, op, pclass, variant, regime, dtype, tensor));
+        RA_TRY(pick(&ref, g, 1, *m, op, pclass, variant, regime, dtype, tensor));
         if (ref && !cls)
             RA_ERRORF(RA_EFORMAT,
                       "%s line %d: refinement '%s' of %s for '%s' (class %s, dtype %s) has no "

@@ -16,6 +16,11 @@
  * dtype (f64, f32, bf16, f16) or `*`; `tensor` a tensor name or `*`;
  * `metric` one of ra_metric_names(); `threshold` a finite number >= 0;
  * `why` the reason, non-empty (tabs are separators, so it holds none).
+ * A refinement may be keyed by the case's regime as well: `GLOB@RGLOB`
+ * applies where the variant name matches GLOB and the regime name matches
+ * RGLOB, `GLOB@!RGLOB` where it does not (a class's harsh composite
+ * regimes keep the class envelope while every other regime gets a tighter
+ * gate).  Such a row, like every refinement, only tightens.
  *
  * Selection (ra_gates_select): the variant's DECLARED precision class
  * (ra_variant.pclass, or `check --class`) picks the gates, never its name.
@@ -43,6 +48,9 @@ typedef struct ra_gate {
     int line;         /* line number in the file, for messages */
     int refines;      /* refine is a glob, not `*` */
     int glob_literal; /* specificity of refine (0 for class rows) */
+    char *vglob;      /* refine's variant glob (refinements only) */
+    char *rglob;      /* refine's regime glob after '@', or NULL */
+    int rglob_not;    /* the row applies where the regime does NOT match */
 } ra_gate;
 
 typedef struct ra_gates {
@@ -67,6 +75,12 @@ ra_status ra_gates_parse(ra_gates *g, const char *text, const char *what);
 ra_status ra_gates_select(const ra_gate **out, size_t *n, const ra_gates *g, const char *op,
                           const char *pclass, const char *variant, const char *dtype,
                           const char *tensor);
+
+/* As ra_gates_select, for a case of the given regime (NULL: no regime,
+   so no regime-keyed refinement applies). */
+ra_status ra_gates_select_case(const ra_gate **out, size_t *n, const ra_gates *g, const char *op,
+                               const char *pclass, const char *variant, const char *regime,
+                               const char *dtype, const char *tensor);
 
 /* 1 if value passes the gate. */
 int ra_gate_pass(const ra_gate *gate, double value);

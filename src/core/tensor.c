@@ -157,7 +157,19 @@ float ra_round_tf32_rna(float x)
     return bits_float((float_bits(x) + 0x1000u) & 0xFFFFE000u);
 }
 
-float ra_round_bf16_f(float x) { return (float)round_to_format(x, RA_BF16); }
+float ra_round_bf16_f(float x)
+{
+    if (isnan(x))
+        return x;
+    /* bf16 is the top half of a float (same exponent range, subnormals
+       included): adding 0x7FFF plus the lowest kept bit to the bits and
+       truncating rounds to nearest, ties to even, with a carry into the
+       exponent up to infinity: round_to_format's result, in a few integer
+       operations (the bf16 kernels round every operand and store). */
+    uint32_t u = float_bits(x);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return bits_float(u & 0xFFFF0000u);
+}
 
 float ra_round_f16_f(float x) { return (float)round_to_format(x, RA_F16); }
 

@@ -213,8 +213,8 @@ static ra_status judge(verdict out[NRULES], const ra_case *res, const ra_study_c
             }
             const ra_gate *sel[RA_GATES_MAX_METRICS];
             size_t n = 0;
-            RA_TRY(ra_gates_select(sel, &n, gates, sc->spec.op, v->pclass, v->name, sc->spec.dtype,
-                                   name));
+            RA_TRY(ra_gates_select_case(sel, &n, gates, sc->spec.op, v->pclass, v->name,
+                                        sc->spec.regime, sc->spec.dtype, name));
             for (size_t j = 0; j < n; j++) {
                 double x;
                 RA_TRY(ra_metrics_get(&x, &m, sel[j]->metric));
