@@ -12,6 +12,7 @@
 #include "core/tensor.h"
 #include "cpu/bigdn_variants.h"
 #include "cpu/cpu.h"
+#include "quick-testutil.h"
 #include "testutil.h"
 
 /*
@@ -203,24 +204,6 @@ END_TEST
 
 /* --- validate over the quick suite ------------------------------------------------------ */
 
-static ra_gates gates;
-static ra_suite quick;
-
-static void setup(void)
-{
-    tu_capture();
-    ra_gates_init(&gates);
-    ck_assert_msg(ra_gates_load(&gates, NULL) == RA_OK, "%s", ra_last_error());
-    ra_suite_init(&quick);
-    ck_assert_msg(ra_suite_load(&quick, "quick") == RA_OK, "%s", ra_last_error());
-}
-
-static void teardown(void)
-{
-    ra_suite_clear(&quick);
-    ra_gates_clear(&gates);
-}
-
 static void validate(ra_rows *rows, const ra_variant *vs, size_t n)
 {
     ra_registry *reg;
@@ -308,8 +291,9 @@ static Suite *bigdn_variants_suite(void)
     Suite *s = suite_create("bigdn-variants");
     tu_tcase(s, "special", NULL, NULL, special_rows);
     tu_tcase(s, "data", NULL, NULL, data_wiring, data_refused);
-    tcase_set_timeout(
-        tu_tcase(s, "regress", setup, teardown, regress_quick_passes, regress_planted_class), 600);
+    tcase_set_timeout(tu_tcase(s, "regress", quick_setup, quick_teardown, regress_quick_passes,
+                               regress_planted_class),
+                      600);
     return s;
 }
 

@@ -10,6 +10,7 @@
 #include "audit/audit.h"
 #include "cpu/faults.h"
 #include "cpu/gdn_variants.h"
+#include "quick-testutil.h"
 #include "testutil.h"
 
 /*
@@ -49,24 +50,6 @@
  */
 
 #define MARGIN 3.0
-
-static ra_gates gates;
-static ra_suite quick;
-
-static void setup(void)
-{
-    tu_capture();
-    ra_gates_init(&gates);
-    ck_assert_msg(ra_gates_load(&gates, NULL) == RA_OK, "%s", ra_last_error());
-    ra_suite_init(&quick);
-    ck_assert_msg(ra_suite_load(&quick, "quick") == RA_OK, "%s", ra_last_error());
-}
-
-static void teardown(void)
-{
-    ra_suite_clear(&quick);
-    ra_gates_clear(&gates);
-}
 
 typedef struct planted {
     unsigned fault;
@@ -326,14 +309,14 @@ static Suite *planted_suite(void)
 {
     Suite *s = suite_create("planted");
     TCase *tc = tcase_create("regress");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, quick_setup, quick_teardown);
     tcase_add_loop_test(tc, regress_planted, 0, (int)NDEFECTS);
     tcase_add_test(tc, special_defects_distinct);
     tcase_add_test(tc, regress_bf16_dg_default);
     tcase_set_timeout(tc, 900);
     suite_add_tcase(s, tc);
     TCase *iso = tcase_create("isolating");
-    tcase_add_checked_fixture(iso, setup, teardown);
+    tcase_add_checked_fixture(iso, quick_setup, quick_teardown);
     tcase_add_loop_test(iso, regress_isolating_regime, 0,
                         (int)(sizeof isolators / sizeof isolators[0]));
     tcase_set_timeout(iso, 600);

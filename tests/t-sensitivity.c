@@ -10,6 +10,7 @@
 #include "cpu/faults.h"
 #include "core/gen_gdn.h"
 #include "cpu/gdn_variants.h"
+#include "quick-testutil.h"
 #include "testutil.h"
 
 /*
@@ -26,24 +27,6 @@
  * References come through the cache ($RECAUDIT_CACHE), so after the first
  * test each suite row costs a file read.
  */
-
-static ra_gates gates;
-static ra_suite quick;
-
-static void setup(void)
-{
-    tu_capture();
-    ra_gates_init(&gates);
-    ck_assert_msg(ra_gates_load(&gates, NULL) == RA_OK, "%s", ra_last_error());
-    ra_suite_init(&quick);
-    ck_assert_msg(ra_suite_load(&quick, "quick") == RA_OK, "%s", ra_last_error());
-}
-
-static void teardown(void)
-{
-    ra_suite_clear(&quick);
-    ra_gates_clear(&gates);
-}
 
 /* Runs validate on suite (run: the quick suite) with the CPU gdn variants
    matching glob, each with the faults planted in a copy of its
@@ -343,10 +326,10 @@ END_TEST
 static Suite *sensitivity_suite(void)
 {
     Suite *s = suite_create("sensitivity");
-    tcase_set_timeout(tu_tcase(s, "regress", setup, teardown, regress_clean, regress_dbeta_term,
-                               regress_decay_after_update, regress_tail_mask, regress_tf32_as_ieee,
-                               regress_final_state_early, regress_dk_group_sum, regress_near_gate,
-                               regress_class_not_name),
+    tcase_set_timeout(tu_tcase(s, "regress", quick_setup, quick_teardown, regress_clean,
+                               regress_dbeta_term, regress_decay_after_update, regress_tail_mask,
+                               regress_tf32_as_ieee, regress_final_state_early,
+                               regress_dk_group_sum, regress_near_gate, regress_class_not_name),
                       600);
     return s;
 }

@@ -40,8 +40,10 @@ tests_t_bench_LDADD = tests/libtestutil.la $(TEST_LIBS)
 # Planted defects of every class against quick (tests/t-planted.c).
 check_PROGRAMS += tests/t-planted
 TESTS += tests/t-planted
+tests_t_planted_SOURCES = tests/t-planted.c tests/quick-testutil.h
 tests_t_planted_CFLAGS = $(TEST_CFLAGS)
 tests_t_planted_LDADD = tests/libtestutil.la $(TEST_LIBS)
+tests_t_sensitivity_SOURCES = tests/t-sensitivity.c tests/quick-testutil.h
 tests_t_sensitivity_CFLAGS = $(TEST_CFLAGS)
 tests_t_sensitivity_LDADD = tests/libtestutil.la $(TEST_LIBS)
 

@@ -44,5 +44,6 @@ tests_t_cpu_glr_LDADD = tests/libtestutil.la $(TEST_LIBS)
 # bigdn's registered rows: wiring, the quick suite, gates that bite.
 check_PROGRAMS += tests/t-bigdn-variants
 TESTS += tests/t-bigdn-variants
+tests_t_bigdn_variants_SOURCES = tests/t-bigdn-variants.c tests/quick-testutil.h
 tests_t_bigdn_variants_CFLAGS = $(TEST_CFLAGS)
 tests_t_bigdn_variants_LDADD = tests/libtestutil.la $(TEST_LIBS)
