@@ -71,18 +71,7 @@ END_TEST
 
 static void gen(ra_case *c, const char *op, const char *shape, const char *regime, const char *dt)
 {
-    ra_case_spec s;
-    ra_case_spec_init(&s);
-    snprintf(s.op, sizeof s.op, "%s", op);
-    snprintf(s.shape, sizeof s.shape, "%s", shape);
-    snprintf(s.regime, sizeof s.regime, "%s", regime);
-    snprintf(s.dtype, sizeof s.dtype, "%s", dt);
-    s.seed = 11;
-    s.has_seed = 1;
-    s.bwd = 1;
-    ra_case_init(c);
-    ck_assert_msg(ra_case_spec_check(&s, "spec") == RA_OK, "%s", ra_last_error());
-    ck_assert_msg(ra_case_spec_generate(c, &s) == RA_OK, "%s", ra_last_error());
+    tu_generate(c, op, shape, regime, dt, 11);
 }
 
 static float *floats(const ra_tensor *t)

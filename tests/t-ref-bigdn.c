@@ -58,18 +58,7 @@ static double at(const ra_mparr *a, int64_t i) { return mpfr_get_d(a->x + i, MPF
 
 static void gen(ra_case *c, const char *op, const char *regime, const char *shape, const char *dt)
 {
-    ra_case_spec s;
-    ra_case_spec_init(&s);
-    snprintf(s.op, sizeof s.op, "%s", op);
-    snprintf(s.shape, sizeof s.shape, "%s", shape);
-    snprintf(s.regime, sizeof s.regime, "%s", regime);
-    snprintf(s.dtype, sizeof s.dtype, "%s", dt);
-    s.seed = 7;
-    s.has_seed = 1;
-    s.bwd = 1;
-    ra_case_init(c);
-    ck_assert_msg(ra_case_spec_check(&s, "spec") == RA_OK, "%s", ra_last_error());
-    ck_assert_msg(ra_case_spec_generate(c, &s) == RA_OK, "%s", ra_last_error());
+    tu_generate(c, op, shape, regime, dt, 7);
 }
 
 /* --- (a) the hand case ------------------------------------------------------------------- */
@@ -446,6 +435,21 @@ END_TEST
 
 /* --- refusals ------------------------------------------------------------------------------ */
 
+/* bad <- a bigdn case with c's tensor shapes (zeros, f64), axis `axis` of
+   tensor `name` set to n. */
+static void reshaped(ra_case *bad, const ra_case *c, const char *name, int axis, int64_t n)
+{
+    tu_case_init(bad, "bigdn");
+    for (size_t i = 0; i < c->tensors.n; i++) {
+        const ra_tensor *t = c->tensors.items[i];
+        int64_t sh[RA_MAX_DIMS];
+        memcpy(sh, t->shape, sizeof sh);
+        if (strcmp(t->name, name) == 0)
+            sh[axis] = n;
+        tu_add(&bad->tensors, t->name, RA_F64, t->ndim, sh, NULL);
+    }
+}
+
 START_TEST(data_bad_input)
 {
     ra_bigdn_problem p;
@@ -467,27 +471,11 @@ START_TEST(data_bad_input)
     tu_expect_error(ra_bigdn_problem_init(&p, &bad, 0, "x.st"), RA_EINVAL, "x.st", "'qkv'", "N = 6",
                     "'beta'", "N must equal F*S");
     ra_case_clear(&bad);
-    tu_case_init(&bad, "bigdn");
-    for (size_t i = 0; i < c.tensors.n; i++) {
-        const ra_tensor *t = c.tensors.items[i];
-        int64_t sh[RA_MAX_DIMS];
-        memcpy(sh, t->shape, sizeof sh);
-        if (strcmp(t->name, "rope_sin") == 0)
-            sh[1] = 2;
-        tu_add(&bad.tensors, t->name, RA_F64, t->ndim, sh, NULL);
-    }
+    reshaped(&bad, &c, "rope_sin", 1, 2);
     tu_expect_error(ra_bigdn_problem_init(&p, &bad, 0, "x.st"), RA_EINVAL, "'rope_sin'", "D");
     ra_case_clear(&bad);
     /* norm weights of the wrong length */
-    tu_case_init(&bad, "bigdn");
-    for (size_t i = 0; i < c.tensors.n; i++) {
-        const ra_tensor *t = c.tensors.items[i];
-        int64_t sh[RA_MAX_DIMS];
-        memcpy(sh, t->shape, sizeof sh);
-        if (strcmp(t->name, "k_norm_w") == 0)
-            sh[0] = 4;
-        tu_add(&bad.tensors, t->name, RA_F64, t->ndim, sh, NULL);
-    }
+    reshaped(&bad, &c, "k_norm_w", 0, 4);
     tu_expect_error(ra_bigdn_problem_init(&p, &bad, 0, "x.st"), RA_EINVAL, "'k_norm_w'", "H*D");
     ra_case_clear(&bad);
     /* D odd */

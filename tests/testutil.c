@@ -4,6 +4,8 @@
 
 #include "testutil.h"
 
+#include "core/io.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -169,10 +171,8 @@ char tu_scratch_dir[TU_PATH_MAX];
 
 void tu_scratch_setup(void)
 {
-    const char *base = getenv("TMPDIR");
-    int n = snprintf(tu_scratch_dir, sizeof tu_scratch_dir, "%s/ra-test-XXXXXX",
-                     base && *base ? base : "/tmp");
-    ck_assert(n > 0 && (size_t)n < sizeof tu_scratch_dir);
+    ck_assert_msg(ra_temp_template(tu_scratch_dir, sizeof tu_scratch_dir, "ra-test") == RA_OK, "%s",
+                  ra_last_error());
     ck_assert_msg(mkdtemp(tu_scratch_dir) != NULL, "mkdtemp %s: %s", tu_scratch_dir,
                   strerror(errno));
 }
@@ -380,4 +380,21 @@ ra_case_spec tu_gdn_spec(const char *shape, uint64_t seed, unsigned flags, int b
     id.flags = flags;
     id.bwd = bwd;
     return id;
+}
+
+void tu_generate(ra_case *c, const char *op, const char *shape, const char *regime,
+                 const char *dtype, uint64_t seed)
+{
+    ra_case_spec s;
+    ra_case_spec_init(&s);
+    snprintf(s.op, sizeof s.op, "%s", op);
+    snprintf(s.shape, sizeof s.shape, "%s", shape);
+    snprintf(s.regime, sizeof s.regime, "%s", regime);
+    snprintf(s.dtype, sizeof s.dtype, "%s", dtype);
+    s.seed = seed;
+    s.has_seed = 1;
+    s.bwd = 1;
+    ra_case_init(c);
+    ck_assert_msg(ra_case_spec_check(&s, "spec") == RA_OK, "%s", ra_last_error());
+    ck_assert_msg(ra_case_spec_generate(c, &s) == RA_OK, "%s", ra_last_error());
 }

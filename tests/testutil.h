@@ -120,6 +120,11 @@ int tu_count_entries(const char *dir);
    seed, RA_GDN_FLAG_* flags, gradients when bwd (not checked). */
 ra_case_spec tu_gdn_spec(const char *shape, uint64_t seed, unsigned flags, int bwd);
 
+/* A generated case of any operation with its cotangents (the spec checked
+   first, as the command line would). */
+void tu_generate(ra_case *c, const char *op, const char *shape, const char *regime,
+                 const char *dtype, uint64_t seed);
+
 /* A new tensor in ts holding vals rounded to dt (vals NULL: zeros). */
 ra_tensor *tu_add(ra_tensors *ts, const char *name, ra_dtype dt, int ndim, const int64_t *shape,
                   const double *vals);

@@ -483,3 +483,15 @@ ra_status ra_file_write_atomic(const char *path, const uint8_t *buf, size_t len)
     RA_TRY(ra_writer_write(&w, buf, len));
     return ra_writer_finish(&w, NULL, NULL);
 }
+
+ra_status ra_temp_template(char *buf, size_t len, const char *name)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !dir[0])
+        dir = "/tmp";
+    const int n = snprintf(buf, len, "%s/%s.XXXXXX", dir, name);
+    if (n < 0 || (size_t)n >= len)
+        RA_ERRORF(RA_EOVERFLOW, "temporary file name under '%s' longer than %zu bytes", dir,
+                  len ? len - 1 : 0);
+    return RA_OK;
+}

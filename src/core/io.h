@@ -61,6 +61,11 @@ ra_status ra_npy_write(const char *path, const ra_tensor *t);
 /* Whole file into memory; writes atomically via a temporary + rename. */
 ra_status ra_file_read_all(uint8_t **buf, size_t *len, const char *path);
 ra_status ra_file_write_atomic(const char *path, const uint8_t *buf, size_t len);
+
+/* buf <- "DIR/NAME.XXXXXX", a template for mkstemp/mkdtemp, DIR being
+   $TMPDIR or, where it is unset or empty, /tmp (POSIX's default);
+   RA_EOVERFLOW when it does not fit in len bytes. */
+ra_status ra_temp_template(char *buf, size_t len, const char *name);
 /* Opens a regular file for reading (a FIFO, device or directory is refused
    naming the path, without blocking); *size gets its size when size != NULL. */
 ra_status ra_file_open_regular(FILE **f, uint64_t *size, const char *path);

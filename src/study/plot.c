@@ -14,6 +14,7 @@
  */
 
 #include "study/study.h"
+#include "core/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -324,12 +325,10 @@ ra_status ra_points_plot(int *made, char *why, size_t why_len, const ra_points *
         snprintf(why, why_len, "gnuplot not found ('%s'; Debian: gnuplot-nox)", gnuplot);
         return RA_OK;
     }
-    const char *tmp = getenv("TMPDIR");
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/recaudit-plot.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    RA_TRY(ra_temp_template(dir, sizeof dir, "recaudit-plot"));
     if (!mkdtemp(dir))
-        RA_ERRORF(RA_EIO, "plot: cannot make a temporary directory under %s: %s",
-                  tmp && tmp[0] ? tmp : "/tmp", strerror(errno));
+        RA_ERRORF(RA_EIO, "plot: cannot make the temporary directory %s: %s", dir, strerror(errno));
     char dat[4200], gp[4200], err[4200];
     snprintf(dat, sizeof dat, "%s/data", dir);
     snprintf(gp, sizeof gp, "%s/plot.gp", dir);

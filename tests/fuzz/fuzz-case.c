@@ -10,6 +10,7 @@
 
 #include "core/case.h"
 #include "core/gdn_case.h"
+#include "core/io.h"
 #include "fuzz.h"
 
 /*
@@ -23,7 +24,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char path[64];
+static char path[4096];
 
 static void remove_file(void) { unlink(path); }
 
@@ -31,8 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     ra_fuzz_init();
     if (!path[0]) {
-        const char *dir = getenv("TMPDIR");
-        snprintf(path, sizeof path, "%s/recaudit-fuzz-case.XXXXXX", dir && *dir ? dir : "/tmp");
+        if (ra_temp_template(path, sizeof path, "recaudit-fuzz-case") != RA_OK)
+            abort();
         int fd = mkstemp(path);
         if (fd < 0)
             abort();
