@@ -110,6 +110,20 @@ ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_ar
         return fail(msg, msglen, RA_EINVAL,
                     "cuda gdn chunk: workspace of %lld floats, one head needs %lld",
                     (long long)ws_floats, (long long)per_head);
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+            cudaSuccess) {
+        cudaGetLastError();
+        return fail(msg, msglen, RA_EIO, "cuda gdn chunk: cannot read the device's shared memory "
+                                         "limit");
+    }
+    const int64_t smem = ra_gpu_gdn_chunk_pass_bytes(bwd, C, K);
+    if (smem > optin)
+        return fail(msg, msglen, RA_EUNSUPPORTED,
+                    "cuda gdn chunk: K = %d needs %lld bytes of shared memory per %s pass "
+                    "block, the device allows %d",
+                    K, (long long)smem, bwd ? "dstates" : "states", optin);
     const int64_t per_group = ws_floats / per_head;
     cudaError_t e = cudaSuccess;
     for (int64_t h0 = 0; h0 < heads && e == cudaSuccess; h0 += per_group) {

@@ -57,7 +57,11 @@
 namespace ra_gpu
 {
 
-constexpr int CHUNK_THREADS = 256;
+/* Threads of the per-(head, chunk) kernels, and the blocks per SM their
+   registers are capped for: 3 (80 registers) rather than the 2 (128) ptxas
+   chose by itself; on the H200 that made chunk64.bf16 fwd+bwd about 10%
+   faster at the bench shapes (grads spills a few hundred bytes). */
+constexpr int CHUNK_THREADS = 256, CHUNK_MIN_BLOCKS = 3;
 
 /* One (b, hv) head of the problem: bases at token 0 and token strides. */
 struct head {
@@ -104,15 +108,9 @@ struct cws {
     float *G, *gam, *dG, *tmp;                    /* C */
     float *A, *T, *Dm, *P, *dP, *dT, *Z, *dA;     /* C x C */
     float *Kb, *Y, *W, *dQc, *dKc, *dW, *dY, *tK; /* C x K */
-    float *X, *U, *Vp, *Vd, *QS, *dVp, *dX, *tV;  /* C x V */
+    float *X, *U, *Vp, *QS, *dVp, *dX;            /* C x V */
     float *Sst, *dS;                              /* K x V: start state, end cotangent */
     float *inv_scr;                               /* inverse scratch */
-};
-
-/* One head's pass arrays (K x V): the running state or cotangent and the
-   dstates pass's two products. */
-struct pws {
-    float *S, *dSn, *WtdV;
 };
 
 __host__ __device__ inline int64_t ws_align(int64_t n) { return (n + 31) / 32 * 32; }
@@ -121,18 +119,11 @@ __host__ __device__ inline int64_t ws_align(int64_t n) { return (n + 31) / 32 * 
 __host__ __device__ inline int64_t ws_chunk_len(int C, int K, int V)
 {
     return 4 * ws_align(C) + 8 * ws_align((int64_t)C * C) + 8 * ws_align((int64_t)C * K) +
-           8 * ws_align((int64_t)C * V) + 2 * ws_align((int64_t)K * V) +
+           6 * ws_align((int64_t)C * V) + 2 * ws_align((int64_t)K * V) +
            ws_align(inv_scratch_len(C));
 }
 
-/* Floats of one head's pass arrays. */
-__host__ __device__ inline int64_t ws_pass_len(int K, int V)
-{
-    return 3 * ws_align((int64_t)K * V);
-}
-
-/* A group of heads [h0, h0 + nh) and its workspace: nh * nch chunk slices,
-   then nh pass-array sets. */
+/* A group of heads [h0, h0 + nh) and its workspace: nh * nch chunk slices. */
 struct group {
     int64_t h0, nh, nch;
     int C, inv;
@@ -141,7 +132,7 @@ struct group {
 
 __host__ __device__ inline int64_t group_floats(int64_t nh, int64_t nch, int C, int K, int V)
 {
-    return nh * (nch * ws_chunk_len(C, K, V) + ws_pass_len(K, V));
+    return nh * nch * ws_chunk_len(C, K, V);
 }
 
 __device__ inline cws make_cws(const group &g, int K, int V, int64_t hl, int64_t c)
@@ -162,26 +153,12 @@ __device__ inline cws make_cws(const group &g, int K, int V, int64_t hl, int64_t
     w.dP = take(CC), w.dT = take(CC), w.Z = take(CC), w.dA = take(CC);
     w.Kb = take(CK), w.Y = take(CK), w.W = take(CK), w.dQc = take(CK);
     w.dKc = take(CK), w.dW = take(CK), w.dY = take(CK), w.tK = take(CK);
-    w.X = take(CV), w.U = take(CV), w.Vp = take(CV), w.Vd = take(CV);
-    w.QS = take(CV), w.dVp = take(CV), w.dX = take(CV), w.tV = take(CV);
+    w.X = take(CV), w.U = take(CV), w.Vp = take(CV);
+    w.QS = take(CV), w.dVp = take(CV), w.dX = take(CV);
     w.Sst = take(KV), w.dS = take(KV);
     w.inv_scr = take(inv_scratch_len(C));
     return w;
 }
-
-__device__ inline pws make_pws(const group &g, int K, int V, int64_t hl)
-{
-    const int64_t KV = ws_align((int64_t)K * V);
-    float *p = g.ws + g.nh * g.nch * ws_chunk_len(g.C, K, V) + hl * ws_pass_len(K, V);
-    return pws{p, p + KV, p + 2 * KV};
-}
-
-/* Columns of the state one pass block serves, and the pass's block size.
-   The bits do not depend on them; on the H200 (gdn at B=1, T=8192,
-   Hv=32, K=V=128) 16 x 128 and 32 x 256 passes ran within 3% of each
-   other. */
-constexpr int PASS_COLS = 16;
-constexpr int PASS_THREADS = 128;
 
 /* Storage rounding of the bf16 configuration. */
 template <int P> __device__ __forceinline__ float st(float x)
@@ -267,38 +244,6 @@ template <int P> __device__ void chunk_p(const cws &w, const head &h, int64_t t0
     __syncthreads();
 }
 
-/* One chunk of the states pass on the state columns [j0, j0 + nv): S' =
-   st(S) into the slice, V' = U - W S', then
-   S <- exp(G_{L-1}) S + K^T (exp(G_{L-1} - G) * V'); S is the head's
-   running state (K x V, row stride V). */
-template <int P>
-__device__ void chunk_state_cols(const cws &w, const head &h, float *S, int64_t t0, int L, int j0,
-                                 int nv)
-{
-    const int K = w.K, V = w.V;
-    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-        const int x = e / nv * V + j0 + e % nv;
-        w.Sst[x] = st<P>(S[x]);
-    }
-    __syncthreads();
-    blk_mm<P>(w.Vp + j0, V, 0, L, nv, K, mk(w.W, K, 1), mk(w.Sst + j0, V, 1), false);
-    __syncthreads();
-    const float gl = w.G[L - 1], gC = expf(gl);
-    for (int e = threadIdx.x; e < L * nv; e += blockDim.x) {
-        const int i = e / nv, x = i * V + j0 + e % nv;
-        const float vp = __fsub_rn(w.U[x], w.Vp[x]);
-        w.Vp[x] = vp;
-        w.Vd[x] = __fmul_rn(vp, expf(__fsub_rn(gl, w.G[i])));
-    }
-    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-        const int x = e / nv * V + j0 + e % nv;
-        S[x] = __fmul_rn(S[x], gC);
-    }
-    __syncthreads();
-    blk_mm<P>(S + j0, V, 0, K, nv, L, mk(h.k + t0 * h.qs, 1, h.qs), mk(w.Vd + j0, V, 1), true);
-    __syncthreads();
-}
-
 /* O rows of the chunk, into h.o, from the slice's S', V' and P. */
 template <int P> __device__ void chunk_output(const cws &w, const head &h, int64_t t0, int L)
 {
@@ -314,17 +259,10 @@ template <int P> __device__ void chunk_output(const cws &w, const head &h, int64
     }
 }
 
-/* Flattened grid indices: (head of the group, chunk) and (head, column tile). */
+/* Flattened grid index: (head of the group, chunk). */
 __device__ __forceinline__ void chunk_block(const group &g, int64_t &hl, int64_t &c)
 {
     hl = blockIdx.x / g.nch, c = blockIdx.x % g.nch;
-}
-
-__device__ __forceinline__ void pass_block(const group &g, int V, int64_t &hl, int &j0, int &nv)
-{
-    const int tiles = (V + PASS_COLS - 1) / PASS_COLS;
-    hl = blockIdx.x / tiles, j0 = (int)(blockIdx.x % tiles) * PASS_COLS;
-    nv = V - j0 < PASS_COLS ? V - j0 : PASS_COLS;
 }
 
 /* Runs f(std::integral_constant<int, P>) for the operand precision prec

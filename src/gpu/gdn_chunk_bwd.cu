@@ -1,5 +1,4 @@
-/* Chunked CUDA gdn backward kernels: the reverse dstates pass per column tile, the gradients per
- * (head, chunk). */
+/* Chunked CUDA gdn backward kernel: the gradients per (head, chunk). */
 
 /*
  * The CPU twin's RN(chunk_backward) (src/cpu/gdn_tmpl_chunk_bwd.h, which
@@ -8,10 +7,11 @@
  * configuration), T, W, U, V' and P in its slice (the same bits as the
  * forward's):
  *
- *   dstates  per (head, column tile of the state), chunks in reverse: the
- *            end cotangent dS of each chunk into its slice (from dht or
- *            zero), (1) dV' from it, and (5)'s recursion to the chunk's
- *            start; what is left after the first chunk is dh0;
+ *   dstates  (gdn_chunk_pass.cu) per (head, column tile of the state),
+ *            chunks in reverse: the end cotangent dS of each chunk into
+ *            its slice (from dht or zero), (1) dV' from it, and (5)'s
+ *            recursion to the chunk's start; what is left after the first
+ *            chunk is dh0;
  *   grads    per (head, chunk): steps (2)..(10) from S', dS, V', dV':
  *            dq, dk of this value head (the driver sums the group), dv,
  *            dg, dbeta.
@@ -60,44 +60,6 @@ __device__ void pair_gates(float *dG, const float *z, int C, int L)
         for (int i = m + 1; i < L; i++)
             acc = __fsub_rn(acc, z[i * C + m]);
         dG[m] = acc;
-    }
-    __syncthreads();
-}
-
-/* One chunk of the dstates pass on the state columns [j0, j0 + nv): dS
-   (the head's running cotangent, K x V, row stride V) is the cotangent of
-   the chunk's end state on entry, stored in the slice, and of its start
-   state on return; dV' of those columns into the slice. */
-template <int P>
-__device__ void chunk_dstate_cols(const cws &w, const head &h, const pws &pw, int64_t t0, int L,
-                                  int j0, int nv)
-{
-    const int C = w.C, K = w.K, V = w.V;
-    const float s = h.scale;
-    const float *q = h.q + t0 * h.qs, *k = h.k + t0 * h.qs, *dO = h.dO + t0 * h.vs;
-    float *dS = pw.S;
-    const float gl = w.G[L - 1], gC = expf(gl);
-    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-        const int x = e / nv * V + j0 + e % nv;
-        w.dS[x] = dS[x];
-    }
-    /* (1) dV' = s P^T dO + diag(delta) K dSn */
-    blk_mm<P>(w.dVp + j0, V, 0, L, nv, L, mk(w.P, 1, C), mk(dO + j0, h.vs, 1), false);
-    blk_mm<P>(w.tV + j0, V, 0, L, nv, K, mk(k, h.qs, 1), mk(dS + j0, V, 1), false);
-    __syncthreads();
-    for (int e = threadIdx.x; e < L * nv; e += blockDim.x) {
-        const int i = e / nv, j = j0 + e % nv, x = i * V + j;
-        w.dVp[x] = fmaf(expf(__fsub_rn(gl, w.G[i])), w.tV[x], __fmul_rn(s, w.dVp[x]));
-        w.tV[x] = __fmul_rn(w.gam[i], dO[i * h.vs + j]); /* same thread: read, then write */
-    }
-    __syncthreads();
-    /* (5) dS = s Q^T diag(gamma) dO + gC dSn - W^T dV' */
-    blk_mm<P>(pw.dSn + j0, V, 0, K, nv, L, mk(q, 1, h.qs), mk(w.tV + j0, V, 1), false);
-    blk_mm<P>(pw.WtdV + j0, V, 0, K, nv, L, mk(w.W, 1, K), mk(w.dVp + j0, V, 1), false);
-    __syncthreads();
-    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-        const int x = e / nv * V + j0 + e % nv;
-        dS[x] = __fsub_rn(__fadd_rn(__fmul_rn(s, pw.dSn[x]), __fmul_rn(gC, dS[x])), pw.WtdV[x]);
     }
     __syncthreads();
 }
@@ -257,32 +219,7 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
 }
 
 template <int P>
-__global__ void __launch_bounds__(PASS_THREADS)
-    gdn_chunk_dstates_kernel(const ra_gpu_gdn_args a, const group g)
-{
-    int64_t hl;
-    int j0, nv;
-    pass_block(g, (int)a.s.V, hl, j0, nv);
-    const head h = make_head(a, g.h0 + hl);
-    const int K = h.K, V = h.V;
-    const pws pw = make_pws(g, K, V, hl);
-    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-        const int x = e / nv * V + j0 + e % nv;
-        pw.S[x] = h.dht ? h.dht[x] : 0.f;
-    }
-    __syncthreads();
-    for (int64_t c = g.nch - 1; c >= 0; c--)
-        chunk_dstate_cols<P>(make_cws(g, K, V, hl, c), h, pw, c * g.C, chunk_rows(h, g.C, c), j0,
-                             nv);
-    if (h.dh0)
-        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-            const int x = e / nv * V + j0 + e % nv;
-            h.dh0[x] = pw.S[x];
-        }
-}
-
-template <int P>
-__global__ void __launch_bounds__(CHUNK_THREADS)
+__global__ void __launch_bounds__(CHUNK_THREADS, CHUNK_MIN_BLOCKS)
     gdn_chunk_grads_kernel(const ra_gpu_gdn_args a, const group g)
 {
     __shared__ float red[CHUNK_THREADS];
@@ -295,16 +232,6 @@ __global__ void __launch_bounds__(CHUNK_THREADS)
 } // namespace ra_gpu
 
 using ra_gpu::group;
-
-cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const group *g)
-{
-    const unsigned grid =
-        (unsigned)(g->nh * ((a->s.V + ra_gpu::PASS_COLS - 1) / ra_gpu::PASS_COLS));
-    return ra_gpu::by_prec(prec, [&](auto p) {
-        ra_gpu::gdn_chunk_dstates_kernel<decltype(p)::value>
-            <<<grid, ra_gpu::PASS_THREADS>>>(*a, *g);
-    });
-}
 
 cudaError_t ra_gpu_gdn_chunk_grads(int prec, const ra_gpu_gdn_args *a, const group *g)
 {

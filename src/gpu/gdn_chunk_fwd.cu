@@ -1,12 +1,11 @@
-/* Chunked CUDA gdn forward kernels: prep and output per (head, chunk), the states pass per column
- * tile. */
+/* Chunked CUDA gdn forward kernels: prep and output per (head, chunk). */
 
 /*
  * The CPU twin's RN(chunk_forward) (src/cpu/gdn_tmpl_chunk.h) split as
  * gdn_chunk.cuh describes: prep writes every chunk's G, gamma, D, T, W, U
- * and P; the states pass walks the chunks of one head in order on a tile
- * of state columns, storing each chunk's S' and V' and leaving ht; output
- * forms each chunk's rows of o.  The backward runs prep and the states pass
+ * and P; the states pass (gdn_chunk_pass.cu) walks the chunks of one head
+ * in order on a tile of state columns, storing each chunk's S' and V' and
+ * leaving ht; output forms each chunk's rows of o.  The backward runs prep and the states pass
  * too (without ht), so its S', T, W, U, V' are the forward's bits.  The
  * operand precision P is a template parameter (one instance per
  * ra_gpu_prec), the inverse a run-time choice.
@@ -19,7 +18,7 @@ namespace ra_gpu
 {
 
 template <int P>
-__global__ void __launch_bounds__(CHUNK_THREADS)
+__global__ void __launch_bounds__(CHUNK_THREADS, CHUNK_MIN_BLOCKS)
     gdn_chunk_prep_kernel(const ra_gpu_gdn_args a, const group g)
 {
     int64_t hl, c;
@@ -32,31 +31,7 @@ __global__ void __launch_bounds__(CHUNK_THREADS)
 }
 
 template <int P>
-__global__ void __launch_bounds__(PASS_THREADS)
-    gdn_chunk_states_kernel(const ra_gpu_gdn_args a, const group g)
-{
-    int64_t hl;
-    int j0, nv;
-    pass_block(g, (int)a.s.V, hl, j0, nv);
-    const head h = make_head(a, g.h0 + hl);
-    const int K = h.K, V = h.V;
-    float *S = make_pws(g, K, V, hl).S;
-    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-        const int x = e / nv * V + j0 + e % nv;
-        S[x] = h.h0 ? h.h0[x] : 0.f;
-    }
-    __syncthreads();
-    for (int64_t c = 0; c < g.nch; c++)
-        chunk_state_cols<P>(make_cws(g, K, V, hl, c), h, S, c * g.C, chunk_rows(h, g.C, c), j0, nv);
-    if (h.ht)
-        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-            const int x = e / nv * V + j0 + e % nv;
-            h.ht[x] = S[x];
-        }
-}
-
-template <int P>
-__global__ void __launch_bounds__(CHUNK_THREADS)
+__global__ void __launch_bounds__(CHUNK_THREADS, CHUNK_MIN_BLOCKS)
     gdn_chunk_output_kernel(const ra_gpu_gdn_args a, const group g)
 {
     int64_t hl, c;
@@ -74,15 +49,6 @@ cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const grou
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
         ra_gpu::gdn_chunk_prep_kernel<decltype(p)::value><<<grid, ra_gpu::CHUNK_THREADS>>>(*a, *g);
-    });
-}
-
-cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const group *g)
-{
-    const unsigned grid =
-        (unsigned)(g->nh * ((a->s.V + ra_gpu::PASS_COLS - 1) / ra_gpu::PASS_COLS));
-    return ra_gpu::by_prec(prec, [&](auto p) {
-        ra_gpu::gdn_chunk_states_kernel<decltype(p)::value><<<grid, ra_gpu::PASS_THREADS>>>(*a, *g);
     });
 }
 

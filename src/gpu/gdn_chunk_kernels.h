@@ -23,6 +23,10 @@ namespace ra_gpu
 struct group;
 }
 
+/* Bytes of shared memory a states (bwd = 0) or dstates (bwd = 1) pass
+   block needs with no tile staged: the running state and the per-column
+   arrays.  Above the device's opt-in limit the pass cannot run. */
+int64_t ra_gpu_gdn_chunk_pass_bytes(int bwd, int C, int K);
 cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);

@@ -1,0 +1,400 @@
+/* Chunked CUDA gdn: the two sequential passes (states, dstates) per column tile, tiles staged. */
+
+/*
+ * The states pass (forward) and the dstates pass (backward) walk the
+ * chunks of one head in order on a tile of state columns (gdn_chunk.cuh
+ * says why the columns are independent).  Per chunk their products read
+ * whole C x K (and C x C) tiles that do not depend on the pass's state:
+ * W and K (states), P, K, Q and W (dstates).  Read straight from global
+ * memory the products waited on every fragment load (38 and 57 us per
+ * chunk at K = V = 128 on the H200).  Here the running state, the pass's
+ * per-column arrays and the tiles live in shared memory, and each tile is
+ * copied there with cp.async as soon as its buffer is free, so that the
+ * next chunk's copy runs under this chunk's products:
+ *
+ *   states   W(c) is needed by V' = U - W S', K(c) by the state update;
+ *            W(c+1) is issued once V' is formed, K(c+1) once S is updated;
+ *   dstates  P(c), K(c), dO(c) feed dV', Q(c), W(c) the dS recursion;
+ *            each group of the previous chunk is issued once its buffers
+ *            are read.
+ *
+ * The products are blk_mm_direct on the staged copies: the same operand
+ * values in the same k-steps as before, so the same bits.  A tile that
+ * does not fit the block's shared-memory budget (K = 256 with chunks of
+ * 128) is read from global memory as before; the host decides per tile
+ * (pass_layout).  The column tile is 16 wide: on the H200, 32 columns
+ * (one block per SM, half the blocks) made the forward at B=4, T=4096,
+ * Hv=16, K=V=128 slower (9.07 against 7.15 ms before staging).
+ */
+
+#include <cstdint>
+
+#include "gpu/gdn_chunk.cuh"
+#include "gpu/gdn_chunk_kernels.h"
+
+namespace ra_gpu
+{
+
+constexpr int PASS_THREADS = 128, PASS_COLS = 16;
+
+/* cp.async of 16 or 4 bytes, global to shared, and its group fences. */
+__device__ __forceinline__ void cp_async16(float *dst, const float *src)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d),
+                 "l"(__cvta_generic_to_global(src)));
+}
+
+__device__ __forceinline__ void cp_async4(float *dst, const float *src)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d),
+                 "l"(__cvta_generic_to_global(src)));
+}
+
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+/* Waits until at most one group (the most recent) is in flight, then
+   synchronises the block so that every thread's copies are visible. */
+__device__ __forceinline__ void cp_wait_all_but_last()
+{
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    __syncthreads();
+}
+
+/* Starts copying rows x cols of src (row stride lds) to dst (row stride
+   ldd): 16-byte copies when both sides are 16-byte aligned row by row,
+   else 4-byte ones.  Every thread calls it. */
+__device__ void tile_async(float *dst, int ldd, const float *src, int64_t lds, int rows, int cols)
+{
+    const bool v4 = cols % 4 == 0 && ldd % 4 == 0 && lds % 4 == 0 &&
+                    (reinterpret_cast<uintptr_t>(src) & 15) == 0 &&
+                    (reinterpret_cast<uintptr_t>(dst) & 15) == 0;
+    if (v4) {
+        const int cq = cols / 4, n = rows * cq;
+        for (int e = threadIdx.x; e < n; e += blockDim.x) {
+            const int r = e / cq, x = 4 * (e % cq);
+            cp_async16(dst + r * ldd + x, src + r * lds + x);
+        }
+    } else {
+        const int n = rows * cols;
+        for (int e = threadIdx.x; e < n; e += blockDim.x) {
+            const int r = e / cols, x = e % cols;
+            cp_async4(dst + r * ldd + x, src + r * lds + x);
+        }
+    }
+}
+
+/* An operand tile of one chunk: in shared memory (sm, row stride ld) when
+   staged, else read in place. */
+struct tile {
+    float *sm;
+    int ld;
+};
+
+/* Shared-memory layout of a pass block: the per-column arrays (nc
+   columns, row stride nc + 8 so that a fragment's lanes hit distinct
+   banks), then the staged tiles.  Row strides of the tiles: +4 for tiles
+   read along their rows by the fragments, +8 for tiles read down their
+   columns (transposed operands). */
+struct pass_layout {
+    int nc, ldc; /* columns of the tile, row stride of the column arrays */
+    int ntile;   /* tiles of the pass: 2 (states) or 4 (dstates) */
+    int rows[4], cols[4], ld[4];
+    bool staged[4];
+    int64_t floats; /* total */
+};
+
+/* The pass's tiles, in order of benefit: states W (rows), K (columns);
+   dstates P (columns), K (rows), Q (columns), W (columns).  Arrays of
+   nc columns: states S, S', V' (K, K, C rows); dstates dS, dSn, W^T dV'
+   (K rows each) and dV', tV, dO (C rows each). */
+static pass_layout make_pass_layout(bool bwd, int C, int K, int nc, int64_t budget_floats)
+{
+    pass_layout p;
+    p.nc = nc, p.ldc = nc + 8;
+    p.floats = bwd ? (int64_t)(3 * K + 3 * C) * p.ldc : (int64_t)(2 * K + C) * p.ldc;
+    p.ntile = bwd ? 4 : 2;
+    for (int i = 0; i < p.ntile; i++) {
+        const bool along = bwd ? (i == 1) : (i == 0); /* states W, dstates K */
+        p.rows[i] = C;
+        p.cols[i] = (bwd && i == 0) ? C : K;
+        p.ld[i] = p.cols[i] + (along ? 4 : 8);
+        const int64_t need = (int64_t)p.rows[i] * p.ld[i];
+        p.staged[i] = p.floats + need <= budget_floats;
+        if (p.staged[i])
+            p.floats += need;
+    }
+    return p;
+}
+
+/* Pointers of a block's column arrays and tiles. */
+__device__ inline tile pass_tile(float *smem, const pass_layout &p, int64_t fixed, int i)
+{
+    int64_t off = fixed;
+    for (int j = 0; j < i; j++)
+        if (p.staged[j])
+            off += (int64_t)p.rows[j] * p.ld[j];
+    return tile{p.staged[i] ? smem + off : nullptr, p.ld[i]};
+}
+
+/* Copies rows x cols of src into t when t is staged; nothing otherwise. */
+__device__ __forceinline__ void tile_issue(const tile &t, const float *src, int64_t lds, int rows,
+                                           int cols)
+{
+    if (t.sm)
+        tile_async(t.sm, t.ld, src, lds, rows, cols);
+}
+
+/* The operand view of a tile: element (i, p) of the stored rows x cols
+   matrix X is X[i * rs + p]; transposed views swap the strides. */
+__device__ __forceinline__ mat tile_mat(const tile &t, const float *g, int64_t ldg, bool trans)
+{
+    const float *b = t.sm ? t.sm : g;
+    const int64_t ld = t.sm ? t.ld : ldg;
+    return trans ? mk(b, 1, ld) : mk(b, ld, 1);
+}
+
+/* Column tile of this block. */
+__device__ __forceinline__ void pass_cols(const group &g, int V, int nc, int64_t &hl, int &j0,
+                                          int &nv)
+{
+    const int tiles = (V + nc - 1) / nc;
+    hl = blockIdx.x / tiles, j0 = (int)(blockIdx.x % tiles) * nc;
+    nv = V - j0 < nc ? V - j0 : nc;
+}
+
+template <int P>
+__global__ void __launch_bounds__(PASS_THREADS)
+    gdn_chunk_states_kernel(const ra_gpu_gdn_args a, const group g, const pass_layout pl)
+{
+    extern __shared__ __align__(16) float smem[];
+    int64_t hl;
+    int j0, nv;
+    pass_cols(g, (int)a.s.V, pl.nc, hl, j0, nv);
+    const head h = make_head(a, g.h0 + hl);
+    const int K = h.K, V = h.V, C = g.C, ldc = pl.ldc;
+    float *S = smem, *Sst = S + K * ldc, *Vp = Sst + K * ldc;
+    const int64_t fixed = (int64_t)(2 * K + C) * ldc;
+    const tile tw = pass_tile(smem, pl, fixed, 0), tk = pass_tile(smem, pl, fixed, 1);
+    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+        const int r = e / nv, j = e % nv;
+        S[r * ldc + j] = h.h0 ? h.h0[r * V + j0 + j] : 0.f;
+    }
+    {
+        const cws w0 = make_cws(g, K, V, hl, 0);
+        const int L0 = chunk_rows(h, C, 0);
+        tile_issue(tw, w0.W, K, L0, K);
+        cp_commit();
+        tile_issue(tk, h.k, h.qs, L0, K);
+        cp_commit();
+    }
+    for (int64_t c = 0; c < g.nch; c++) {
+        const cws w = make_cws(g, K, V, hl, c);
+        const int64_t t0 = c * C;
+        const int L = chunk_rows(h, C, c);
+        const bool more = c + 1 < g.nch;
+        const int Ln = more ? chunk_rows(h, C, c + 1) : 0;
+        __syncthreads();
+        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+            const int r = e / nv, j = e % nv;
+            const float x = st<P>(S[r * ldc + j]);
+            Sst[r * ldc + j] = x;
+            w.Sst[r * V + j0 + j] = x;
+        }
+        cp_wait_all_but_last(); /* W(c) */
+        blk_mm_direct<P>(Vp, ldc, 0, L, nv, K, tile_mat(tw, w.W, K, false), mk(Sst, ldc, 1), false,
+                         1);
+        __syncthreads();
+        if (more)
+            tile_issue(tw, make_cws(g, K, V, hl, c + 1).W, K, Ln, K);
+        cp_commit();
+        const float gl = w.G[L - 1], gC = expf(gl);
+        for (int e = threadIdx.x; e < L * nv; e += blockDim.x) {
+            const int i = e / nv, j = e % nv, x = i * V + j0 + j;
+            const float vp = __fsub_rn(w.U[x], Vp[i * ldc + j]);
+            w.Vp[x] = vp;
+            Vp[i * ldc + j] = __fmul_rn(vp, expf(__fsub_rn(gl, w.G[i])));
+        }
+        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+            float *x = &S[e / nv * ldc + e % nv];
+            *x = __fmul_rn(*x, gC);
+        }
+        cp_wait_all_but_last(); /* K(c) */
+        blk_mm_direct<P>(S, ldc, 0, K, nv, L, tile_mat(tk, h.k + t0 * h.qs, h.qs, true),
+                         mk(Vp, ldc, 1), true, 1);
+        __syncthreads();
+        if (more)
+            tile_issue(tk, h.k + (t0 + C) * h.qs, h.qs, Ln, K);
+        cp_commit();
+    }
+    __syncthreads();
+    if (h.ht)
+        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+            const int r = e / nv, j = e % nv;
+            h.ht[r * V + j0 + j] = S[r * ldc + j];
+        }
+}
+
+/* One chunk of the dstates pass: the chunk's end cotangent (dS, K x nv
+   in shared memory) into the slice, (1) dV' = s P^T dO + diag(delta) K dS
+   into the slice, then (5) dS <- s Q^T diag(gamma) dO + gC dS - W^T dV'. */
+template <int P>
+__global__ void __launch_bounds__(PASS_THREADS)
+    gdn_chunk_dstates_kernel(const ra_gpu_gdn_args a, const group g, const pass_layout pl)
+{
+    extern __shared__ __align__(16) float smem[];
+    int64_t hl;
+    int j0, nv;
+    pass_cols(g, (int)a.s.V, pl.nc, hl, j0, nv);
+    const head h = make_head(a, g.h0 + hl);
+    const int K = h.K, V = h.V, C = g.C, ldc = pl.ldc;
+    const float s = h.scale;
+    float *dS = smem, *dSn = dS + K * ldc, *WtdV = dSn + K * ldc, *dVp = WtdV + K * ldc,
+          *tV = dVp + C * ldc, *dOs = tV + C * ldc;
+    const int64_t fixed = (int64_t)(3 * K + 3 * C) * ldc;
+    const tile tp = pass_tile(smem, pl, fixed, 0), tk = pass_tile(smem, pl, fixed, 1),
+               tq = pass_tile(smem, pl, fixed, 2), tw = pass_tile(smem, pl, fixed, 3);
+    const tile tdo{dOs, ldc};
+    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+        const int r = e / nv, j = e % nv;
+        dS[r * ldc + j] = h.dht ? h.dht[r * V + j0 + j] : 0.f;
+    }
+    /* The first and second groups of a chunk: P, K, dO; then Q, W. */
+    auto issue1 = [&](int64_t c) {
+        const cws w = make_cws(g, K, V, hl, c);
+        const int L = chunk_rows(h, C, c);
+        tile_issue(tp, w.P, C, L, L);
+        tile_issue(tk, h.k + c * C * h.qs, h.qs, L, K);
+        tile_issue(tdo, h.dO + c * C * h.vs + j0, h.vs, L, nv);
+    };
+    auto issue2 = [&](int64_t c) {
+        const cws w = make_cws(g, K, V, hl, c);
+        const int L = chunk_rows(h, C, c);
+        tile_issue(tq, h.q + c * C * h.qs, h.qs, L, K);
+        tile_issue(tw, w.W, K, L, K);
+    };
+    issue1(g.nch - 1);
+    cp_commit();
+    issue2(g.nch - 1);
+    cp_commit();
+    for (int64_t c = g.nch - 1; c >= 0; c--) {
+        const cws w = make_cws(g, K, V, hl, c);
+        const int64_t t0 = c * C;
+        const int L = chunk_rows(h, C, c);
+        __syncthreads();
+        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+            const int r = e / nv, j = e % nv;
+            w.dS[r * V + j0 + j] = dS[r * ldc + j];
+        }
+        cp_wait_all_but_last(); /* P, K, dO of c */
+        blk_mm_direct<P>(dVp, ldc, 0, L, nv, L, tile_mat(tp, w.P, C, true), mk(dOs, ldc, 1), false,
+                         1);
+        blk_mm_direct<P>(tV, ldc, 0, L, nv, K, tile_mat(tk, h.k + t0 * h.qs, h.qs, false),
+                         mk(dS, ldc, 1), false, 1);
+        __syncthreads();
+        const float gl = w.G[L - 1], gC = expf(gl);
+        for (int e = threadIdx.x; e < L * nv; e += blockDim.x) {
+            const int i = e / nv, j = e % nv, x = i * ldc + j;
+            const float d = fmaf(expf(__fsub_rn(gl, w.G[i])), tV[x], __fmul_rn(s, dVp[x]));
+            dVp[x] = d;
+            w.dVp[i * V + j0 + j] = d;
+            tV[x] = __fmul_rn(w.gam[i], dOs[x]);
+        }
+        __syncthreads();
+        if (c > 0)
+            issue1(c - 1);
+        cp_commit();
+        cp_wait_all_but_last(); /* Q, W of c */
+        blk_mm_direct<P>(dSn, ldc, 0, K, nv, L, tile_mat(tq, h.q + t0 * h.qs, h.qs, true),
+                         mk(tV, ldc, 1), false, 1);
+        blk_mm_direct<P>(WtdV, ldc, 0, K, nv, L, tile_mat(tw, w.W, K, true), mk(dVp, ldc, 1), false,
+                         1);
+        __syncthreads();
+        if (c > 0)
+            issue2(c - 1);
+        cp_commit();
+        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+            const int x = e / nv * ldc + e % nv;
+            dS[x] = __fsub_rn(__fadd_rn(__fmul_rn(s, dSn[x]), __fmul_rn(gC, dS[x])), WtdV[x]);
+        }
+    }
+    __syncthreads();
+    if (h.dh0)
+        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
+            const int r = e / nv, j = e % nv;
+            h.dh0[r * V + j0 + j] = dS[r * ldc + j];
+        }
+}
+
+/* The pass's layout and grid: the tiles that fit the opt-in shared memory
+   are staged. */
+static cudaError_t pass_setup(bool bwd, const ra_gpu_gdn_args *a, const group *g, pass_layout &pl,
+                              unsigned &grid)
+{
+    int dev = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e != cudaSuccess)
+        return e;
+    const int V = (int)a->s.V, nc = PASS_COLS;
+    pl = make_pass_layout(bwd, g->C, (int)a->s.K, nc, optin / (int64_t)sizeof(float));
+    if (pl.floats * (int64_t)sizeof(float) > optin)
+        return cudaErrorInvalidConfiguration; /* K beyond even the column arrays */
+    grid = (unsigned)(g->nh * ((V + nc - 1) / nc));
+    return cudaSuccess;
+}
+
+template <typename KER>
+static cudaError_t pass_launch(KER kernel, unsigned grid, const pass_layout &pl,
+                               const ra_gpu_gdn_args *a, const group *g)
+{
+    const size_t bytes = (size_t)pl.floats * sizeof(float);
+    cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e != cudaSuccess)
+        return e;
+    kernel<<<grid, PASS_THREADS, bytes>>>(*a, *g, pl);
+    return cudaGetLastError();
+}
+
+} // namespace ra_gpu
+
+using ra_gpu::group;
+
+int64_t ra_gpu_gdn_chunk_pass_bytes(int bwd, int C, int K)
+{
+    return ra_gpu::make_pass_layout(bwd != 0, C, K, ra_gpu::PASS_COLS, 0).floats *
+           (int64_t)sizeof(float);
+}
+
+cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const group *g)
+{
+    ra_gpu::pass_layout pl;
+    unsigned grid = 0;
+    cudaError_t e = ra_gpu::pass_setup(false, a, g, pl, grid);
+    if (e != cudaSuccess)
+        return e;
+    cudaError_t le = cudaSuccess;
+    e = ra_gpu::by_prec(prec, [&](auto p) {
+        le = ra_gpu::pass_launch(ra_gpu::gdn_chunk_states_kernel<decltype(p)::value>, grid, pl, a,
+                                 g);
+    });
+    return e != cudaSuccess ? e : le;
+}
+
+cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const group *g)
+{
+    ra_gpu::pass_layout pl;
+    unsigned grid = 0;
+    cudaError_t e = ra_gpu::pass_setup(true, a, g, pl, grid);
+    if (e != cudaSuccess)
+        return e;
+    cudaError_t le = cudaSuccess;
+    e = ra_gpu::by_prec(prec, [&](auto p) {
+        le = ra_gpu::pass_launch(ra_gpu::gdn_chunk_dstates_kernel<decltype(p)::value>, grid, pl, a,
+                                 g);
+    });
+    return e != cudaSuccess ? e : le;
+}
