@@ -65,7 +65,7 @@ tests_t_ref_glr_CFLAGS = $(TEST_CFLAGS)
 tests_t_ref_glr_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 # The bidirectional frame GDN family's reference and its tests.
-librecaudit_a_SOURCES += src/ref/bigdn.c src/ref/bigdn.h src/ref/bigdn_run.c src/ref/bigdn_ref.c
+librecaudit_a_SOURCES += src/ref/bigdn.c src/ref/bigdn_bwd.c src/ref/bigdn_head.h src/ref/bigdn.h src/ref/bigdn_run.c src/ref/bigdn_ref.c
 check_PROGRAMS += tests/t-ref-bigdn
 TESTS += tests/t-ref-bigdn
 tests_t_ref_bigdn_SOURCES = tests/t-ref-bigdn.c tests/ref-testutil.h
