@@ -1,4 +1,4 @@
-/* Tests of the bigdn MPFR reference's parallel structure: heads on teams of threads, bit-identical. */
+/* Tests of the bigdn reference's parallel structure: heads on teams of threads, bit-identical. */
 #include <config.h>
 
 #include <math.h>
@@ -37,8 +37,7 @@ static void assert_same_arr(const ra_mparr *a, const ra_mparr *b, const char *wh
 {
     ck_assert_uint_eq(a->n, b->n);
     for (size_t i = 0; i < a->n; i++)
-        ck_assert_msg(same(a->x + i, b->x + i), "%s[%zu] differs on %d threads", what, i,
-                      threads);
+        ck_assert_msg(same(a->x + i, b->x + i), "%s[%zu] differs on %d threads", what, i, threads);
 }
 
 typedef struct data {
@@ -76,14 +75,13 @@ static void check_runs(const char *op, const char *regime, const char *shape, in
             ck_assert_msg((ra_bigdn_team(&t.d.in, nprec, threads[i]) > 1) == team[i],
                           "%s %s on %d threads: team mode %d expected", op, shape, threads[i],
                           team[i]);
-        ck_assert_msg(ra_bigdn_run_multi(got, precs, nprec, &t.d.in, 1, threads[i], NULL) ==
-                          RA_OK,
+        ck_assert_msg(ra_bigdn_run_multi(got, precs, nprec, &t.d.in, 1, threads[i], NULL) == RA_OK,
                       "%s", ra_last_error());
         for (int k = 0; k < nprec; k++) {
             assert_same_arr(&want[k].out, &got[k].out, "out", threads[i]);
             for (int j = 0; j < ra_bigdn_ndiff(t.d.in.kind); j++)
-                assert_same_arr(&want[k].g[j], &got[k].g[j],
-                                ra_bigdn_arr_name(t.d.in.kind, j), threads[i]);
+                assert_same_arr(&want[k].g[j], &got[k].g[j], ra_bigdn_arr_name(t.d.in.kind, j),
+                                threads[i]);
             ra_bigdn_out_clear(&got[k]);
         }
     }

@@ -1,4 +1,4 @@
-/* The bidirectional frame GDN reference's readout and exact adjoint of one head, on the head's team. */
+/* The bigdn reference: one head's readout and exact adjoint, on the head's team. */
 #include <mpfr.h>
 
 #include "ref/bigdn_head.h"
@@ -26,8 +26,7 @@ void ra_bigdn_readout(const head *k, thr *p, int64_t f, const ra_bigdn_out *o, m
     const ra_bigdn_shape *s = k->s;
     const int64_t D = k->D, DD = k->DD;
     const int full = in->kind == RA_BIGDN_FULL;
-    mpfr_ptr Mt = k->t[T_2], zt = k->v[V_2], num = p->v[P_NUM], dQr = p->v[P_DQR],
-             dQ = p->v[P_DQ];
+    mpfr_ptr Mt = k->t[T_2], zt = k->v[V_2], num = p->v[P_NUM], dQr = p->v[P_DQR], dQ = p->v[P_DQ];
     mpfr_ptr dMt = bwd ? ra_bigdn_mat(k, ST_DMT, f) : NULL;
     mpfr_ptr dzt = bwd ? ra_bigdn_vec(k, SV_DZT, f) : NULL;
 #pragma omp for schedule(static)
@@ -114,9 +113,9 @@ void ra_bigdn_readout(const head *k, thr *p, int64_t f, const ra_bigdn_out *o, m
         for (int64_t j = 0; j < k->S * D; j++)
             mpfr_fma(loss, k->fr[FR_DOV] + j, k->fr[FR_Y] + j, loss, MPFR_RNDN);
     }
+    /* with bwd: dMt = sum_t Qr_t dnum_t^T, dzt = sum_t dden_t Q_t, by rows */
     if (!bwd)
         return;
-    /* dMt = sum_t Qr_t dnum_t^T, dzt = sum_t dden_t Q_t, by rows */
 #pragma omp for schedule(dynamic, 1)
     for (int64_t d = 0; d < D; d++) {
         for (int64_t e = 0; e < D; e++) {
@@ -190,8 +189,7 @@ static void token_grads(const head *k, thr *p, const ra_bigdn_out *o, int64_t f)
                 mpfr_fma(p->x, dPz + m * D + a, K + m, p->x, MPFR_RNDN);
             mpfr_mul(dK + a, p->x, bt, MPFR_RNDN);
         }
-        mpfr_set(o->g[full ? RA_BIGDN_BETA : RA_BIGDN_CBETA].x +
-                     ra_bigdn_beta(s, k->b, k->h, f, t),
+        mpfr_set(o->g[full ? RA_BIGDN_BETA : RA_BIGDN_CBETA].x + ra_bigdn_beta(s, k->b, k->h, f, t),
                  p->acc, MPFR_RNDN);
         for (int64_t e = 0; e < D; e++) {
             /* dV = beta dA^T Kr */
@@ -292,8 +290,8 @@ void ra_bigdn_backward(const head *k, thr *p, const ra_bigdn_out *o)
                products the stream steps formed */
 #pragma omp single
             {
-                mpfr_ptr dg =
-                    o->g[full ? RA_BIGDN_DECAY : RA_BIGDN_CDECAY].x + ra_bigdn_gate(s, k->b, k->h, f);
+                mpfr_ptr dg = o->g[full ? RA_BIGDN_DECAY : RA_BIGDN_CDECAY].x +
+                              ra_bigdn_gate(s, k->b, k->h, f);
                 mpfr_set_zero(dg, 1);
                 if (f) {
                     mpfr_srcptr TF = ra_bigdn_mat(k, ST_TF, f), TR = ra_bigdn_mat(k, ST_TR, f);

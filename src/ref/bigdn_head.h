@@ -1,4 +1,4 @@
-/* The bigdn reference's per-head internals, shared by its forward (bigdn.c) and backward (bigdn_bwd.c). */
+/* The bigdn reference's per-head internals, shared by bigdn.c and bigdn_bwd.c. */
 #ifndef RA_REF_BIGDN_HEAD_H
 #define RA_REF_BIGDN_HEAD_H
 
