@@ -205,7 +205,7 @@ static ra_status ws_new(void **ws, const void *state, mpfr_prec_t prec)
     if (!e)
         RA_ERROR("out of memory", RA_ENOMEM);
     mpfr_init2(e->lh, prec);
-    ra_status st = ra_bigdn_ws_new(&e->w, &g->d.in, prec, 0);
+    ra_status st = ra_bigdn_ws_new(&e->w, &g->d.in, prec, 0, 1);
     if (st != RA_OK) {
         ws_free(e);
         return st;

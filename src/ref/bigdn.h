@@ -95,26 +95,40 @@ void ra_bigdn_out_clear(ra_bigdn_out *o);
 int ra_bigdn_ndiff(ra_bigdn_kind kind);
 
 #define RA_BIGDN_MAX_PRECS 4
-/* Every (b, h) head of every precision in one pool, then (bigdn, with
-   grads) the RMSNorm backward per token and the weight gradients as sums
-   in increasing (b, n): bit-identical for any thread count. */
+/* Every (b, h) head of every precision, then (bigdn, with grads) the
+   RMSNorm backward per token and the weight gradients as sums in
+   increasing (b, n): bit-identical for any thread count.  Heads run either
+   one per thread in a pool, or (when there are few heads for the threads,
+   or the heads are large: ra_bigdn_team) one after the other, each on a
+   team of all the threads. */
 ra_status ra_bigdn_run_multi(ra_bigdn_out *outs, const mpfr_prec_t *precs, int nprec,
                              const ra_bigdn_in *in, int grads, int threads, ra_progress *prog);
 ra_status ra_bigdn_run(ra_bigdn_out *out, const ra_bigdn_in *in, mpfr_prec_t prec, int grads,
                        int threads, ra_progress *prog);
 
+/* A head's workspace at prec (with bwd: for the backward too), for a team of `threads`
+   OpenMP threads that ra_bigdn_head runs the head on (1: the calling thread alone). */
 typedef struct ra_bigdn_ws ra_bigdn_ws;
-ra_status ra_bigdn_ws_new(ra_bigdn_ws **out, const ra_bigdn_in *in, mpfr_prec_t prec, int bwd);
+ra_status ra_bigdn_ws_new(ra_bigdn_ws **out, const ra_bigdn_in *in, mpfr_prec_t prec, int bwd,
+                          int threads);
 void ra_bigdn_ws_free(ra_bigdn_ws *w);
 
 /* Head (b, h): forward, and the backward when bwd (in with dout).  Writes
    out (and the per-head gradients) when o != NULL, the head's share of
-   L = <dout, out> into *loss when loss != NULL.  Does not report. */
+   L = <dout, out> into *loss when loss != NULL.  Does not report.  Runs on
+   the workspace's team (a parallel region of its own, also for a team of
+   one, so it may be called from a worker of an enclosing pool); the
+   result does not depend on the team size. */
 ra_status ra_bigdn_head(ra_bigdn_ws *w, const ra_bigdn_in *in, int64_t b, int64_t h,
                         const ra_bigdn_out *o, mpfr_ptr loss, int bwd, char *msg, size_t msglen);
 
 /* out = array a at flat index i, perturbed as `in` says. */
 void ra_bigdn_get(mpfr_ptr out, const ra_bigdn_in *in, int a, int64_t i);
+
+/* The team size for the heads of a run on `threads` threads (ra_pool_threads applied) at
+   nprec precisions: 1 (one head per thread, in a pool) or all of them (heads one after the
+   other, each on the whole team). */
+int ra_bigdn_team(const ra_bigdn_in *in, int nprec, int threads);
 
 /* MPFR arithmetic calls of ra_bigdn_run (forward, and what the backward
    adds), by formula. */

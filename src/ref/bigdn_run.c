@@ -7,29 +7,40 @@
 #include "ref/pool.h"
 
 /*
- * Pass 1: every (b, h) head of every precision through ra_pool_run_multi
- * (src/ref/bigdn.c).  For bigdn with gradients, pass 2: every token (b, n)
- * of every precision, the full-channel RMSNorm backward (the norm couples
- * all heads of a token, so it waits for pass 1):
+ * Pass 1: every (b, h) head of every precision (src/ref/bigdn.c), either
+ * through ra_pool_run_multi, one head per thread (many small heads), or
+ * one after the other, highest precision first, each head on a team of
+ * all the threads (few heads for the threads, or large heads: a pool of
+ * 2 H B tasks on T threads leaves threads idle at its end, p = 256 taking
+ * longer than 128; a team splits each head's frames, rows and tokens
+ * instead).  For bigdn with gradients, pass 2: every token (b, n) of every
+ * precision, the full-channel RMSNorm backward (the norm couples all heads
+ * of a token, so it waits for pass 1):
  *
  *     dx_c = inv w_c dy_c - inv^3 / C x_c sum_c' (w_c' dy_c' x_c')
  *
- * then the weight gradients dw_c = sum_{b,n} dy_c x_c inv in increasing
- * (b, n) in the calling thread.  Both passes write disjoint elements, so
- * every result is bit-identical for any thread count.
+ * then pass 3, the weight gradients dw_c = sum_{b,n} dy_c x_c inv, one
+ * channel c per task, each sum in increasing (b, n).  Every pass writes
+ * disjoint elements, each with the same MPFR calls whoever runs it, so
+ * every result is bit-identical for any thread count and either mode.
  */
+
+/* Heads at or above this many MPFR calls (about 0.6 s on one core) run on a team of all the
+   threads unless there are at least 4 tasks per thread (a pool's tail is then short). */
+#define TEAM_MIN_OPS 1e7
 
 typedef struct multi_ctx {
     const ra_bigdn_in *in;
     ra_bigdn_out *outs;
     const mpfr_prec_t *precs;
     int grads;
+    int team; /* threads per head */
 } multi_ctx;
 
 static ra_status head_ws_new(void **ws, void *ctx, mpfr_prec_t prec)
 {
     const multi_ctx *m = ctx;
-    return ra_bigdn_ws_new((ra_bigdn_ws **)ws, m->in, prec, m->grads);
+    return ra_bigdn_ws_new((ra_bigdn_ws **)ws, m->in, prec, m->grads, m->team);
 }
 
 static void head_ws_free(void *ws, void *ctx)
@@ -123,39 +134,33 @@ static ra_status tok_unit(void *ws, void *ctx, int k, int64_t u, char *msg, size
     return RA_OK;
 }
 
-/* dq_norm_w, dk_norm_w: sums over (b, n) in increasing order. */
-static ra_status weight_grads(ra_bigdn_out *o, const ra_bigdn_in *in)
+/* Unit u = j C + c: dq_norm_w[c] (j = 0) or dk_norm_w[c] (j = 1), the sum over (b, n) in
+   increasing order. */
+static ra_status wgrad_unit(void *ws, void *ctx, int k, int64_t u, char *msg, size_t msglen)
 {
+    const multi_ctx *m = ctx;
+    const ra_bigdn_in *in = m->in;
     const ra_bigdn_shape *s = &in->s;
-    const int64_t N = s->F * s->S, C = s->H * s->D;
-    ra_mp_range range;
-    ra_mp_range_widen(&range);
+    const ra_bigdn_out *o = &m->outs[k];
+    const int64_t N = s->F * s->S, C = s->H * s->D, j = u / C, c = u % C;
+    const ra_mparr *dy = j ? &o->dkn : &o->dqn;
+    mpfr_ptr x = ((ra_mparr *)ws)->x, t = x + 1;
+    mpfr_ptr dw = o->g[j ? RA_BIGDN_KNW : RA_BIGDN_QNW].x + c;
     mpfr_clear_flags();
-    mpfr_t x, t;
-    mpfr_inits2(o->prec, x, t, (mpfr_ptr)0);
-    for (int j = 0; j < 2; j++) {
-        const ra_mparr *dy = j ? &o->dkn : &o->dqn;
-        mpfr_ptr dw = o->g[j ? RA_BIGDN_KNW : RA_BIGDN_QNW].x;
-        for (int64_t c = 0; c < C; c++)
-            mpfr_set_zero(dw + c, 1);
-        for (int64_t b = 0; b < s->B; b++)
-            for (int64_t n = 0; n < N; n++) {
-                mpfr_srcptr inv = o->inv.x + 2 * (b * N + n) + j;
-                for (int64_t c = 0; c < C; c++) {
-                    ra_bigdn_get(x, in, RA_BIGDN_QKV, ra_bigdn_qkv(s, b, n, j, 0, c));
-                    mpfr_mul(t, x, inv, MPFR_RNDN);
-                    mpfr_fma(dw + c, t, dy->x + ra_bigdn_tok(s, b, n, 0, c), dw + c, MPFR_RNDN);
-                }
-            }
+    mpfr_set_zero(dw, 1);
+    for (int64_t b = 0; b < s->B; b++)
+        for (int64_t n = 0; n < N; n++) {
+            ra_bigdn_get(x, in, RA_BIGDN_QKV, ra_bigdn_qkv(s, b, n, (int)j, 0, c));
+            mpfr_mul(t, x, o->inv.x + 2 * (b * N + n) + j, MPFR_RNDN);
+            mpfr_fma(dw, t, dy->x + ra_bigdn_tok(s, b, n, 0, c), dw, MPFR_RNDN);
+        }
+    if (mpfr_overflow_p() || mpfr_underflow_p() || mpfr_nanflag_p()) {
+        snprintf(msg, msglen,
+                 "bigdn reference at %ld bits: the norm weights' gradient left MPFR's exponent "
+                 "range",
+                 (long)o->prec);
+        return RA_ENUMERIC;
     }
-    mpfr_clears(x, t, (mpfr_ptr)0);
-    int bad = mpfr_overflow_p() || mpfr_underflow_p() || mpfr_nanflag_p();
-    ra_mp_range_restore(&range);
-    if (bad)
-        RA_ERRORF(RA_ENUMERIC,
-                  "bigdn reference at %ld bits: the norm weights' gradient left MPFR's exponent "
-                  "range",
-                  (long)o->prec);
     return RA_OK;
 }
 
@@ -190,14 +195,17 @@ ra_status ra_bigdn_run_multi(ra_bigdn_out *outs, const mpfr_prec_t *precs, int n
                       ra_bigdn_arr_name(in->kind, a));
     if (grads && !in->x[RA_BIGDN_DOUT])
         RA_ERROR("bigdn reference: missing tensor 'dout'", RA_ENOTFOUND);
-    multi_ctx m = {.in = in, .outs = outs, .precs = precs, .grads = grads};
+    /* team mode: a pool of one thread runs the (precision, head) tasks in the pool's order,
+       each head opening a team of all the threads (a region nested in an inactive one) */
+    const int team = ra_bigdn_team(in, nprec, threads);
+    multi_ctx m = {.in = in, .outs = outs, .precs = precs, .grads = grads, .team = team};
     ra_status st = RA_OK;
     for (int k = 0; k < nprec && st == RA_OK; k++)
         st = alloc_outputs(&outs[k], in, precs[k], grads);
     const ra_pool_multi heads = {.nunits = in->s.B * in->s.H,
                                  .nprec = nprec,
                                  .precs = precs,
-                                 .threads = threads,
+                                 .threads = team > 1 ? 1 : threads,
                                  .widen_range = 1,
                                  .prog = prog,
                                  .ctx = &m,
@@ -216,9 +224,18 @@ ra_status ra_bigdn_run_multi(ra_bigdn_out *outs, const mpfr_prec_t *precs, int n
                                     .ws_new = tok_ws_new,
                                     .ws_free = tok_ws_free,
                                     .unit = tok_unit};
+        const ra_pool_multi wgrads = {.nunits = 2 * in->s.H * in->s.D,
+                                      .nprec = nprec,
+                                      .precs = precs,
+                                      .threads = threads,
+                                      .widen_range = 1,
+                                      .ctx = &m,
+                                      .ws_new = tok_ws_new,
+                                      .ws_free = tok_ws_free,
+                                      .unit = wgrad_unit};
         st = ra_pool_run_multi(&toks);
-        for (int k = 0; k < nprec && st == RA_OK; k++)
-            st = weight_grads(&outs[k], in);
+        if (st == RA_OK)
+            st = ra_pool_run_multi(&wgrads);
     }
     for (int k = 0; k < nprec; k++) {
         ra_mparr_free(&outs[k].dqn);
@@ -228,6 +245,21 @@ ra_status ra_bigdn_run_multi(ra_bigdn_out *outs, const mpfr_prec_t *precs, int n
             ra_bigdn_out_clear(&outs[k]);
     }
     return st;
+}
+
+int ra_bigdn_team(const ra_bigdn_in *in, int nprec, int threads)
+{
+    const int T = ra_pool_threads(threads);
+    const int64_t tasks = in->s.B * in->s.H * (int64_t)nprec;
+    if (T <= 1)
+        return 1;
+    if (tasks < T)
+        return T;
+    double fwd, bwd;
+    ra_bigdn_op_count(in, &fwd, &bwd);
+    return (fwd + bwd) / (double)(in->s.B * in->s.H) >= TEAM_MIN_OPS && tasks < 4 * (int64_t)T
+               ? T
+               : 1;
 }
 
 ra_status ra_bigdn_run(ra_bigdn_out *out, const ra_bigdn_in *in, mpfr_prec_t prec, int grads,
@@ -243,15 +275,16 @@ void ra_bigdn_op_count(const ra_bigdn_in *in, double *fwd, double *bwd)
        norms (2 C per token), the three D x D products (3 S D^2 per frame),
        the streams (D^3 + 2 D^2 per step, two streams), the readout (2 D^2
        per token).  The backward adds the readout adjoints (3 D^2 per
-       token), the two adjoint scans (2 D^3 per frame), dP and dg (4 D^3
-       per frame) and the token gradients (about 8 D^2 per token); the
-       RMSNorm backward 8 C per token. */
+       token), the two adjoint scans (2 D^3 per frame), dP (2 D^3 per
+       frame; ddecay reuses the products the stream steps formed) and the
+       token gradients (about 8 D^2 per token); the RMSNorm backward 8 C
+       per token. */
     const ra_bigdn_shape *s = &in->s;
     const double D = (double)s->D, S = (double)s->S, F = (double)s->F, N = F * S;
     const double heads = (double)(s->B * s->H), C = (double)(s->H * s->D);
     const int full = in->kind == RA_BIGDN_FULL;
     const double feat = N * D * 12 * 3 + (full ? 2 * N * C : 0);
     *fwd = heads * (feat + F * 3 * S * D * D + 2 * F * (D * D * D + 2 * D * D) + N * 2 * D * D);
-    *bwd = heads * (N * D * 12 + N * 3 * D * D + F * 6 * D * D * D + N * 8 * D * D) +
+    *bwd = heads * (N * D * 12 + N * 3 * D * D + F * 4 * D * D * D + N * 8 * D * D) +
            (full ? (double)s->B * N * 8 * C : 0);
 }

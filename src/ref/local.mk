@@ -65,9 +65,14 @@ tests_t_ref_glr_CFLAGS = $(TEST_CFLAGS)
 tests_t_ref_glr_LDADD = tests/libtestutil.la $(TEST_LIBS)
 
 # The bidirectional frame GDN family's reference and its tests.
-librecaudit_a_SOURCES += src/ref/bigdn.c src/ref/bigdn.h src/ref/bigdn_run.c src/ref/bigdn_ref.c
+librecaudit_a_SOURCES += src/ref/bigdn.c src/ref/bigdn_bwd.c src/ref/bigdn_head.h src/ref/bigdn.h src/ref/bigdn_run.c src/ref/bigdn_ref.c
 check_PROGRAMS += tests/t-ref-bigdn
 TESTS += tests/t-ref-bigdn
 tests_t_ref_bigdn_SOURCES = tests/t-ref-bigdn.c tests/ref-testutil.h
 tests_t_ref_bigdn_CFLAGS = $(TEST_CFLAGS)
 tests_t_ref_bigdn_LDADD = tests/libtestutil.la $(TEST_LIBS)
+check_PROGRAMS += tests/t-ref-bigdn-par
+TESTS += tests/t-ref-bigdn-par
+tests_t_ref_bigdn_par_SOURCES = tests/t-ref-bigdn-par.c tests/ref-testutil.h
+tests_t_ref_bigdn_par_CFLAGS = $(TEST_CFLAGS)
+tests_t_ref_bigdn_par_LDADD = tests/libtestutil.la $(TEST_LIBS)
