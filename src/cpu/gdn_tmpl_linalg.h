@@ -159,23 +159,33 @@ RA_FMA_CLONES static void RN(mm)(R *c, int64_t ldc, int64_t m, int64_t n, int64_
     for (int64_t i = 0; i < m; i++)
         for (int64_t p = 0; p < kc; p++)
             ra[i * kc + p] = RN(rop)(a[i * ars + p * acs], mode);
-    for (int64_t j = 0; j < n; j++)
+    /* B's columns in blocks of eight, interleaved along the contraction
+       index (rb[j kc + 8 p + q] = B(p, j + q)), the last n % 8 columns one
+       after another: each block's eight chains read one contiguous vector
+       per index */
+    const int64_t n8 = n - n % 8;
+    for (int64_t j = 0; j < n8; j += 8)
+        for (int64_t p = 0; p < kc; p++)
+            for (int q = 0; q < 8; q++)
+                rb[j * kc + 8 * p + q] = RN(rop)(b[p * brs + (j + q) * bcs], mode);
+    for (int64_t j = n8; j < n; j++)
         for (int64_t p = 0; p < kc; p++)
             rb[j * kc + p] = RN(rop)(b[p * brs + j * bcs], mode);
     for (int64_t i = 0; i < m; i++) {
         const R *ai = ra + i * kc;
         R *ci = c + i * ldc;
         int64_t j = 0;
-        for (; j + 8 <= n; j += 8) {
-            /* eight chains keep both fma ports busy (four are latency-bound) */
+        for (; j < n8; j += 8) {
+            /* eight independent chains, one per column, each in index
+               order: the FMA clone computes them as vector lanes */
             const R *b0 = rb + j * kc;
             R s[8];
             for (int q = 0; q < 8; q++)
                 s[q] = acc ? ci[j + q] : 0;
             for (int64_t p = 0; p < kc; p++) {
-                const R x = ai[p];
+                const R x = ai[p], *bp = b0 + 8 * p;
                 for (int q = 0; q < 8; q++)
-                    s[q] = R_FMA(x, b0[q * kc + p], s[q]);
+                    s[q] = R_FMA(x, bp[q], s[q]);
             }
             for (int q = 0; q < 8; q++)
                 ci[j + q] = s[q];
