@@ -22,13 +22,13 @@
  * generator's value of each class is its cheapest member, so cost grows
  * only where a pair needs it.
  *
- * Cost of a row: the seconds validate takes on it (row_cost), a model
- * fitted on two cores.  Two phases: first every pair whose cheapest row
- * costs at most ROW_CAP (the cheap array, unchanged since the model was
- * fitted), then the size x size pairs over it (K>128 & T>256 and the
- * like) under BIG_CAP, each in a row of its own or shared where that
- * costs less than two rows, so quick covers every allowed pair and stays
- * under a minute cold (docs/gdn.md, "Coverage").
+ * Cost of a row: the seconds validate takes on it.  Two phases: first
+ * every pair whose cheapest row costs at most ROW_CAP under row_cost, the
+ * budget model the array was first built with (those 47 rows stay as they
+ * were measured and gated), then the size x size pairs over it (K>128 &
+ * T>256 and the like) under BIG_CAP with row_fit, the CPU time measured
+ * since, one to three of them a row, so quick covers every allowed pair
+ * and stays under a minute cold (docs/gdn.md, "Coverage").
  */
 
 #define MAXV 16
@@ -39,9 +39,9 @@
    Every pair with a categorical feature (regime axes, dtype, flags,
    parameters) is within it. */
 #define ROW_CAP 1.2
-/* The most a row of the second phase may cost: the dearest allowed pair's
-   cheapest row (K>128 & T>256 at V=16: 8.9 model seconds, measured 2.7 s
-   of CPU cold since the FMA clone), so no pair is excluded by cost. */
+/* The most a row of the second phase may cost (row_fit seconds): the
+   dearest deferred pair's cheapest row (K>128 & T>256 at V=16: 2.67 s),
+   so no pair is excluded by cost. */
 #define BIG_CAP 2.7
 /* Candidate rows per row of the array. */
 #define TRIALS 100
@@ -151,9 +151,10 @@ static int classify(int *v, const feature *f, const ra_case_spec *sp)
    (T = 72..260, K = 16..128): chunk64.tf32 dbeta rel_rms 8.7e-3 against
    6e-3, chunk64.bf16 dv max_rel 0.0996 against 8e-2; refinements only
    tighten class rows, so admitting the pair would loosen tf32 and bf16
-   for every regime, for keys no trained model feeds the delta rule (they are
-   normalised), and NKI's neumann inverse, defined for unit keys, diverged
-   on them after l2norm.  Those pairs count as excluded (docs/gdn.md). */
+   for every regime, for keys no trained model feeds the delta rule
+   (they are normalised), and NKI's neumann inverse, defined for unit
+   keys, diverged on them after l2norm.  Those pairs count as excluded
+   (docs/gdn.md). */
 static int allowed(const int *v) { return !(v[F_KEYS] == 1 && v[F_BETA] == 2); }
 
 /* Pair bookkeeping: one flag per (a < b, x, y). */
@@ -161,7 +162,7 @@ typedef struct pairs {
     const feature *f;
     size_t off[NFEAT][NFEAT];
     size_t total, excluded, deferred;
-    double cap; /* the phase's row cap: ROW_CAP, then BIG_CAP */
+    double cap;                                   /* the phase's row cap: ROW_CAP, then BIG_CAP */
     double (*cost)(const feature *, const int *); /* row_cost, then row_fit */
     /* bit 0 covered, bit 1 excluded (not allowed), bit 2 deferred to the
        second phase (cheapest row over ROW_CAP) */
@@ -278,11 +279,9 @@ size_t ra_matrix_missing(const ra_suite *s, const char *op, char *buf, size_t le
                         continue;
                     n++;
                     if (at < len) {
-                        int w = snprintf(buf + at, len - at, "%s & %s%s\n", f[a].label[x],
-                                         f[b].label[y],
-                                         p.seen[pair_at(&p, a, x, b, y)] & 2
-                                             ? " (excluded: not allowed)"
-                                             : "");
+                        int w = snprintf(
+                            buf + at, len - at, "%s & %s%s\n", f[a].label[x], f[b].label[y],
+                            p.seen[pair_at(&p, a, x, b, y)] & 2 ? " (excluded: not allowed)" : "");
                         at += w > 0 ? (size_t)w : 0;
                         if (at >= len && len > 4)
                             strcpy(buf + len - 4, "...");

@@ -255,8 +255,8 @@ static void prefetch_child(const prefetch *pf, const ra_registry *r, const char 
     _exit(0);
 }
 
-static void prefetch_start(prefetch *pf, const ra_registry *r, const char *glob,
-                           const ra_suite *s, const ra_audit_opts *o)
+static void prefetch_start(prefetch *pf, const ra_registry *r, const char *glob, const ra_suite *s,
+                           const ra_audit_opts *o)
 {
     memset(pf, 0, sizeof *pf);
     if (!o->ref.use_cache || s->n < 2 || getenv("RECAUDIT_NO_PREFETCH"))
