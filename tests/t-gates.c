@@ -345,7 +345,7 @@ END_TEST
 /* A refinement keyed by the case's regime (GLOB@RGLOB, GLOB@!RGLOB)
    applies only where the regime matches (does not match), still only
    tightens, and is not applied when no regime is known; a refine field
-   with an empty part is refused.  The shipped bf16 dg rows: 6.5e-2 in the
+   with an empty part is refused.  The shipped bf16 dg rows: 1.2e-1 in the
    default regime, the 0.3 envelope under strong decay over a large state;
    values from gates.tsv's documentation. */
 START_TEST(special_regime_refinement)
@@ -398,7 +398,7 @@ START_TEST(special_regime_refinement)
 
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_load(&g, NULL), RA_OK);
-    const char *const shipped[][2] = {{"default", "0.065"},
+    const char *const shipped[][2] = {{"default", "0.12"},
                                       {"strong-decay+large-state+big-beta+aligned-keys", "0.3"}};
     for (size_t i = 0; i < 2; i++) {
         ck_assert_int_eq(ra_gates_select_case(sel, &n, &g, "gdn", "bf16", "gdn.cpu.chunk64.bf16",
@@ -576,8 +576,9 @@ START_TEST(data_shipped_suites)
         h0 |= (s.rows[i].spec.flags & RA_GDN_FLAG_H0) != 0;
         bf16 |= strcmp(s.rows[i].spec.dtype, "bf16") == 0;
         bwd |= s.rows[i].spec.bwd;
-        ck_assert_msg(B * T * Hv * K * V <= 4 * 200 * 32 * 32, "row %d is not small",
-                      s.rows[i].line);
+        /* state updates of a row: quick's dearest rows cover its matrix's
+           size x size pairs, K = V = 256 at T = 24 the largest (1.6e6) */
+        ck_assert_msg(B * T * Hv * K * V <= 2000000, "row %d is not small", s.rows[i].line);
     }
     ck_assert(gqa && tail && h0 && bf16 && bwd);
     ra_suite_clear(&s);

@@ -21,16 +21,16 @@
  * ra_matrix_generate builds a covering array: greedy (AETG-like), one row
  * at a time, the candidate with the most new pairs per second of
  * estimated validate time, so the big shapes (K = V = 256) go to rows
- * with small T and B; pairs whose cheapest row is over a cost cap, or
- * that combine values no row may (raw-keys with big-beta), are excluded
- * and reported.  Deterministic: the same matrix gives the same rows on
+ * with small T and B; the size x size pairs whose cheapest row is over
+ * the first phase's cost cap get rows of a second phase, under a higher
+ * cap; pairs that combine values no row may (raw-keys with big-beta) are
+ * excluded and reported.  Deterministic: the same matrix gives the same rows on
  * every machine (its own LCG, no libc rand).
  */
 
 /* Coverage of suite s by op's matrix: pairs covered, total, and how many
-   of them are excluded from the covering array by cost (their cheapest
-   row is over the row cap: they belong in the full suite).  *total = 0
-   when op has no matrix. */
+   of them are excluded from the covering array (combinations no row may
+   have).  *total = 0 when op has no matrix. */
 ra_status ra_matrix_coverage(const ra_suite *s, const char *op, size_t *covered, size_t *total,
                              size_t *excluded);
 

@@ -52,6 +52,8 @@ EXTRA_DIST += tests/audit-commands.sh tests/audit-validate.sh tests/audit-standa
 # quick's gdn rows against `recaudit pairs` (src/audit/gdn_matrix.c).
 TESTS += tests/suite-pairs.sh
 EXTRA_DIST += tests/suite-pairs.sh
+TESTS += tests/validate-prefetch.sh
+EXTRA_DIST += tests/validate-prefetch.sh
 EXTRA_DIST += docs/external.md
 
 # Variants in child processes (src/audit/isolate.h) and the wire format of

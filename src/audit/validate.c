@@ -3,10 +3,16 @@
 
 #include "audit/audit.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/capture.h"
 
@@ -28,6 +34,21 @@
  * --dtype D --seed N` plus the op's flags (--h0, --l2norm for gdn),
  * --fwd-only, and --plugin/--gates when the variant or gates came from
  * files.
+ *
+ * Reference prefetch (validate over a suite, cache on): the variants run
+ * one at a time, mostly on one core, while a row's reference, at its two
+ * precisions, is the other half of a cold suite's work.  So a child
+ * process computes the references of the suite's rows from the LAST row
+ * backward, one thread, into the cache, while validate walks the rows from
+ * the first forward; each row is claimed by whichever side comes first
+ * (an atomic flag per row in shared memory).  When validate reaches a row
+ * the child holds, it waits for that reference (or for the child's end)
+ * and then finds it in the cache; the child stops at the first row
+ * validate has claimed.  The cache's stores are atomic renames, so a
+ * reference is read whole or recomputed; the child writes nothing else
+ * (stderr to /dev/null), and a failure there only means validate
+ * computes that reference itself, with its messages.  Measured: quick
+ * cold on two cores (docs/gdn.md, "Coverage").
  */
 
 void ra_audit_opts_init(ra_audit_opts *o)
@@ -197,12 +218,106 @@ ra_status ra_audit_case(ra_rows *rows, const ra_registry *r, const char *glob, c
     return st;
 }
 
+/* The prefetch's shared state: per row, claimed (by either side) and done
+   (its reference in the cache, or given up). */
+typedef struct prefetch {
+    pid_t pid; /* 0: no prefetch */
+    size_t n;
+    _Atomic unsigned char *claimed, *done;
+} prefetch;
+
+/* The child: references of rows n-1, n-2, ... until validate's rows. */
+static void prefetch_child(const prefetch *pf, const ra_registry *r, const char *glob,
+                           const ra_suite *s, const ra_audit_opts *o)
+{
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0)
+        dup2(null, 2);
+    for (size_t i = s->n; i-- > 0;) {
+        if (atomic_exchange(&pf->claimed[i], 1))
+            break; /* validate is here: the rows below are its */
+        const ra_case_spec *id = &s->rows[i].spec;
+        if (ra_audit_count_variants(r, glob, id->op) > 0) {
+            ra_case c, ref;
+            ra_case_init(&c);
+            ra_case_init(&ref);
+            ra_ref_opts ro = o->ref;
+            ro.grads = id->bwd;
+            ro.threads = 1;
+            ro.progress = 0;
+            if (ra_case_spec_generate(&c, id) == RA_OK)
+                (void)ra_ref_compute(&ref, &c, &ro, "prefetch");
+            ra_case_clear(&ref);
+            ra_case_clear(&c);
+        }
+        atomic_store(&pf->done[i], 1);
+    }
+    _exit(0);
+}
+
+static void prefetch_start(prefetch *pf, const ra_registry *r, const char *glob, const ra_suite *s,
+                           const ra_audit_opts *o)
+{
+    memset(pf, 0, sizeof *pf);
+    if (!o->ref.use_cache || s->n < 2 || getenv("RECAUDIT_NO_PREFETCH"))
+        return;
+    void *m = mmap(NULL, 2 * s->n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return; /* no prefetch: validate computes every reference */
+    memset(m, 0, 2 * s->n);
+    pf->n = s->n;
+    pf->claimed = m;
+    pf->done = (_Atomic unsigned char *)m + s->n;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        prefetch_child(pf, r, glob, s, o);
+    if (pid < 0) {
+        munmap(m, 2 * s->n);
+        memset(pf, 0, sizeof *pf);
+        return;
+    }
+    pf->pid = pid;
+}
+
+/* Before row i: claim it, or wait until the child has finished it. */
+static void prefetch_wait(prefetch *pf, size_t i)
+{
+    if (!pf->pid || !atomic_exchange(&pf->claimed[i], 1))
+        return;
+    const struct timespec tick = {0, 2000000}; /* 2 ms */
+    while (!atomic_load(&pf->done[i])) {
+        if (waitpid(pf->pid, NULL, WNOHANG) != 0) {
+            pf->pid = 0; /* ended (or vanished): the rest is validate's */
+            return;
+        }
+        nanosleep(&tick, NULL);
+    }
+}
+
+static void prefetch_end(prefetch *pf)
+{
+    if (pf->pid) {
+        for (size_t i = 0; i < pf->n; i++)
+            atomic_store(&pf->claimed[i], 1); /* stops the child at its next row */
+        waitpid(pf->pid, NULL, 0);
+    }
+    if (pf->n)
+        munmap((void *)pf->claimed, 2 * pf->n);
+}
+
 ra_status ra_validate(ra_rows *rows, const ra_registry *r, const char *glob, const ra_suite *s,
                       const ra_audit_opts *o)
 {
     if (ra_registry_count_matching(r, glob) == 0)
         RA_ERRORF(RA_ENOTFOUND, "no variant matches '%s' (see 'recaudit list variants')", glob);
-    for (size_t i = 0; i < s->n; i++)
-        RA_TRY(ra_audit_case(rows, r, glob, &s->rows[i].spec, o));
-    return RA_OK;
+    prefetch pf;
+    prefetch_start(&pf, r, glob, s, o);
+    ra_status st = RA_OK;
+    for (size_t i = 0; i < s->n && st == RA_OK; i++) {
+        prefetch_wait(&pf, i);
+        st = ra_audit_case(rows, r, glob, &s->rows[i].spec, o);
+    }
+    prefetch_end(&pf);
+    return st;
 }

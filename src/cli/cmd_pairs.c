@@ -91,7 +91,7 @@ static int report(const char *name, const char *op)
         ra_suite_clear(&s);
         return ra_status_exit_code(st);
     }
-    printf("%s: %s pairs covered %zu of %zu (%zu excluded from the covering array: cost or not "
+    printf("%s: %s pairs covered %zu of %zu (%zu excluded from the covering array: not "
            "allowed)\n",
            name, op, covered, total, excluded);
     static char buf[1 << 16];

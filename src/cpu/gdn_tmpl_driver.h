@@ -262,6 +262,12 @@ static ra_status RN(ra_cpu_gdn_run_impl)(const ra_cpu_gdn_cfg *cfg, const ra_cas
 #ifdef _OPENMP
     nt = run && run->threads > 0 ? run->threads : omp_get_max_threads();
 #endif
+    /* no more threads than heads: a thread without a head would spin at
+       the loop's barrier for the whole run (measured a third of validate's
+       CPU on quick, stolen from the reference prefetch); each head is
+       computed alone, so the bits do not depend on nt */
+    if (nt > B * Hv)
+        nt = (int)(B * Hv);
     fail = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int64_t bh = 0; bh < B * Hv; bh++) {

@@ -15,9 +15,9 @@
  * operands are copied, rounded, into row-major scratch laid out along the
  * contraction index (A by rows, B by columns), so one routine serves every
  * transpose through strides and the inner loop reads contiguous memory.
- * Four output columns are accumulated at once: four independent fma chains,
- * each still in the one fixed order, so the result does not depend on the
- * unrolling.
+ * Eight (then four) output columns are accumulated at once: independent
+ * fma chains, each still in the one fixed order, so the result does not
+ * depend on the unrolling.
  *
  * TF32X3 (float only) copies each operand twice, big = tf32(x) and
  * small = tf32(x - big), and accumulates, per contraction index, the three
@@ -106,10 +106,27 @@ RA_FMA_CLONES static void RN(mm_x3)(R *c, int64_t ldc, int64_t m, int64_t n, int
             rb[j * kc + p] = big;
             sb[j * kc + p] = ra_round_tf32_rna(x - big);
         }
+    /* four output columns at once, as RN(mm): each column's chain of
+       three fmas per index keeps its order, so the bits do not change */
     for (int64_t i = 0; i < m; i++) {
         const R *ai = ra + i * kc, *si = sa + i * kc;
         R *ci = c + i * ldc;
-        for (int64_t j = 0; j < n; j++) {
+        int64_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            const R *b0 = rb + j * kc, *b1 = b0 + kc, *b2 = b1 + kc, *b3 = b2 + kc;
+            const R *t0 = sb + j * kc, *t1 = t0 + kc, *t2 = t1 + kc, *t3 = t2 + kc;
+            R s0 = acc ? ci[j] : 0, s1 = acc ? ci[j + 1] : 0, s2 = acc ? ci[j + 2] : 0,
+              s3 = acc ? ci[j + 3] : 0;
+            for (int64_t p = 0; p < kc; p++) {
+                const R x = ai[p], y = si[p];
+                s0 = R_FMA(x, b0[p], R_FMA(x, t0[p], R_FMA(y, b0[p], s0)));
+                s1 = R_FMA(x, b1[p], R_FMA(x, t1[p], R_FMA(y, b1[p], s1)));
+                s2 = R_FMA(x, b2[p], R_FMA(x, t2[p], R_FMA(y, b2[p], s2)));
+                s3 = R_FMA(x, b3[p], R_FMA(x, t3[p], R_FMA(y, b3[p], s3)));
+            }
+            ci[j] = s0, ci[j + 1] = s1, ci[j + 2] = s2, ci[j + 3] = s3;
+        }
+        for (; j < n; j++) {
             const R *bj = rb + j * kc, *tj = sb + j * kc;
             R s = acc ? ci[j] : 0;
             for (int64_t p = 0; p < kc; p++) {
@@ -142,13 +159,37 @@ RA_FMA_CLONES static void RN(mm)(R *c, int64_t ldc, int64_t m, int64_t n, int64_
     for (int64_t i = 0; i < m; i++)
         for (int64_t p = 0; p < kc; p++)
             ra[i * kc + p] = RN(rop)(a[i * ars + p * acs], mode);
-    for (int64_t j = 0; j < n; j++)
+    /* B's columns in blocks of eight, interleaved along the contraction
+       index (rb[j kc + 8 p + q] = B(p, j + q)), the last n % 8 columns one
+       after another: each block's eight chains read one contiguous vector
+       per index */
+    const int64_t n8 = n - n % 8;
+    for (int64_t j = 0; j < n8; j += 8)
+        for (int64_t p = 0; p < kc; p++)
+            for (int q = 0; q < 8; q++)
+                rb[j * kc + 8 * p + q] = RN(rop)(b[p * brs + (j + q) * bcs], mode);
+    for (int64_t j = n8; j < n; j++)
         for (int64_t p = 0; p < kc; p++)
             rb[j * kc + p] = RN(rop)(b[p * brs + j * bcs], mode);
     for (int64_t i = 0; i < m; i++) {
         const R *ai = ra + i * kc;
         R *ci = c + i * ldc;
         int64_t j = 0;
+        for (; j < n8; j += 8) {
+            /* eight independent chains, one per column, each in index
+               order: the FMA clone computes them as vector lanes */
+            const R *b0 = rb + j * kc;
+            R s[8];
+            for (int q = 0; q < 8; q++)
+                s[q] = acc ? ci[j + q] : 0;
+            for (int64_t p = 0; p < kc; p++) {
+                const R x = ai[p], *bp = b0 + 8 * p;
+                for (int q = 0; q < 8; q++)
+                    s[q] = R_FMA(x, bp[q], s[q]);
+            }
+            for (int q = 0; q < 8; q++)
+                ci[j + q] = s[q];
+        }
         for (; j + 4 <= n; j += 4) {
             const R *b0 = rb + j * kc, *b1 = b0 + kc, *b2 = b1 + kc, *b3 = b2 + kc;
             R s0 = acc ? ci[j] : 0, s1 = acc ? ci[j + 1] : 0, s2 = acc ? ci[j + 2] : 0,
