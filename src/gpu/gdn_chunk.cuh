@@ -42,9 +42,9 @@
  *
  * Each (head, chunk) owns a workspace slice (128-byte aligned arrays)
  * written by the prep kernel and the passes (the passes only touch their
- * own columns); each head owns three K x V pass arrays.  Heads are
- * processed in groups when the whole problem's workspace would not fit
- * (gdn_chunk.cu).
+ * own columns); the passes keep their running state in shared memory
+ * (gdn_chunk_pass.cu).  Heads are processed in groups when the whole
+ * problem's workspace would not fit (gdn_chunk.cu).
  */
 
 #include <cstdint>

@@ -6,9 +6,9 @@
  * gdn_chunk.cu validates the configuration, splits the heads into groups
  * that fit the workspace and calls these in order for each group:
  * forward prep, states, output; backward prep, states, dstates, grads
- * (gdn_chunk.cuh says what each does).  gdn_chunk_fwd.cu holds the first
- * three, gdn_chunk_bwd.cu the last two, each instantiated for the four
- * operand precisions.  A launcher only enqueues its grid and returns the
+ * (gdn_chunk.cuh says what each does).  gdn_chunk_fwd.cu holds prep and
+ * output, gdn_chunk_bwd.cu grads, gdn_chunk_pass.cu the states and
+ * dstates passes, each instantiated for the four operand precisions.  A launcher only enqueues its grid and returns the
  * launch error (cudaErrorInvalidValue for an unknown precision).
  */
 

@@ -359,6 +359,23 @@ static cudaError_t pass_launch(KER kernel, unsigned grid, const pass_layout &pl,
     return cudaGetLastError();
 }
 
+/* Sets up and launches the states (BWD false) or dstates pass. */
+template <bool BWD> static cudaError_t pass_run(int prec, const ra_gpu_gdn_args *a, const group *g)
+{
+    pass_layout pl;
+    unsigned grid = 0;
+    cudaError_t e = pass_setup(BWD, a, g, pl, grid);
+    if (e != cudaSuccess)
+        return e;
+    cudaError_t le = cudaSuccess;
+    e = by_prec(prec, [&](auto p) {
+        constexpr int P = decltype(p)::value;
+        le = pass_launch(BWD ? gdn_chunk_dstates_kernel<P> : gdn_chunk_states_kernel<P>, grid, pl,
+                         a, g);
+    });
+    return e != cudaSuccess ? e : le;
+}
+
 } // namespace ra_gpu
 
 using ra_gpu::group;
@@ -371,30 +388,10 @@ int64_t ra_gpu_gdn_chunk_pass_bytes(int bwd, int C, int K)
 
 cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
-    ra_gpu::pass_layout pl;
-    unsigned grid = 0;
-    cudaError_t e = ra_gpu::pass_setup(false, a, g, pl, grid);
-    if (e != cudaSuccess)
-        return e;
-    cudaError_t le = cudaSuccess;
-    e = ra_gpu::by_prec(prec, [&](auto p) {
-        le = ra_gpu::pass_launch(ra_gpu::gdn_chunk_states_kernel<decltype(p)::value>, grid, pl, a,
-                                 g);
-    });
-    return e != cudaSuccess ? e : le;
+    return ra_gpu::pass_run<false>(prec, a, g);
 }
 
 cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
-    ra_gpu::pass_layout pl;
-    unsigned grid = 0;
-    cudaError_t e = ra_gpu::pass_setup(true, a, g, pl, grid);
-    if (e != cudaSuccess)
-        return e;
-    cudaError_t le = cudaSuccess;
-    e = ra_gpu::by_prec(prec, [&](auto p) {
-        le = ra_gpu::pass_launch(ra_gpu::gdn_chunk_dstates_kernel<decltype(p)::value>, grid, pl, a,
-                                 g);
-    });
-    return e != cudaSuccess ? e : le;
+    return ra_gpu::pass_run<true>(prec, a, g);
 }

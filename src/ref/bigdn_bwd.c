@@ -19,6 +19,28 @@
  * (a sum over every token and channel) is one thread's, in the same order.
  */
 
+/* A token's feature gradient through RoPE and the ReLU: out[d] = dF[d] +
+   dFr[d] cos[d] + dFr[d^1] sin[d^1] (times scale when given), 0 where the
+   pre-activation pre[d] <= 0; out indexed as the token-major norm buffers. */
+static void unrope_relu(const head *k, thr *p, mpfr_ptr out, mpfr_srcptr pre, mpfr_srcptr dF,
+                        mpfr_srcptr dFr, int64_t n, mpfr_srcptr scale)
+{
+    const int64_t D = k->D;
+    for (int64_t d = 0; d < D; d++) {
+        mpfr_ptr r = out + ra_bigdn_tok(k->s, k->b, n, k->h, d);
+        if (mpfr_sgn(pre + d) <= 0) {
+            mpfr_set_zero(r, 1);
+            continue;
+        }
+        ra_bigdn_get(p->x, k->in, RA_BIGDN_COS, n * D + d);
+        mpfr_fma(r, dFr + d, p->x, dF + d, MPFR_RNDN);
+        ra_bigdn_get(p->x, k->in, RA_BIGDN_SIN, n * D + (d ^ 1));
+        mpfr_fma(r, dFr + (d ^ 1), p->x, r, MPFR_RNDN);
+        if (scale)
+            mpfr_mul(r, r, scale, MPFR_RNDN);
+    }
+}
+
 void ra_bigdn_readout(const head *k, thr *p, int64_t f, const ra_bigdn_out *o, mpfr_ptr loss,
                       int bwd)
 {
@@ -95,18 +117,7 @@ void ra_bigdn_readout(const head *k, thr *p, int64_t f, const ra_bigdn_out *o, m
             continue;
         }
         /* unrope (dQ[d] += dQr[d] cos[d] + dQr[d^1] sin[d^1]), ReLU mask */
-        for (int64_t d = 0; d < D; d++) {
-            const int64_t oi = ra_bigdn_tok(s, k->b, n, k->h, d);
-            mpfr_ptr r = o->dqn.x + oi;
-            if (mpfr_sgn(k->fr[FR_QN] + t * D + d) <= 0) {
-                mpfr_set_zero(r, 1);
-                continue;
-            }
-            ra_bigdn_get(p->x, in, RA_BIGDN_COS, n * D + d);
-            mpfr_fma(r, dQr + d, p->x, dQ + d, MPFR_RNDN);
-            ra_bigdn_get(p->x, in, RA_BIGDN_SIN, n * D + (d ^ 1));
-            mpfr_fma(r, dQr + (d ^ 1), p->x, r, MPFR_RNDN);
-        }
+        unrope_relu(k, p, o->dqn.x, k->fr[FR_QN] + t * D, dQ, dQr, n, NULL);
     }
     if (loss) {
 #pragma omp single
@@ -209,18 +220,7 @@ static void token_grads(const head *k, thr *p, const ra_bigdn_out *o, int64_t f)
             continue;
         }
         mpfr_set_d(p->z, in->k_scale, MPFR_RNDN);
-        for (int64_t d = 0; d < D; d++) {
-            mpfr_ptr r = o->dkn.x + ra_bigdn_tok(s, k->b, n, k->h, d);
-            if (mpfr_sgn(k->fr[FR_KN] + t * D + d) <= 0) {
-                mpfr_set_zero(r, 1);
-                continue;
-            }
-            ra_bigdn_get(p->x, in, RA_BIGDN_COS, n * D + d);
-            mpfr_fma(r, dKr + d, p->x, dK + d, MPFR_RNDN);
-            ra_bigdn_get(p->x, in, RA_BIGDN_SIN, n * D + (d ^ 1));
-            mpfr_fma(r, dKr + (d ^ 1), p->x, r, MPFR_RNDN);
-            mpfr_mul(r, r, p->z, MPFR_RNDN);
-        }
+        unrope_relu(k, p, o->dkn.x, k->fr[FR_KN] + t * D, dK, dKr, n, p->z);
     }
 }
 

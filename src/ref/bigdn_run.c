@@ -215,24 +215,18 @@ ra_status ra_bigdn_run_multi(ra_bigdn_out *outs, const mpfr_prec_t *precs, int n
     if (st == RA_OK)
         st = ra_pool_run_multi(&heads);
     if (st == RA_OK && grads && in->kind == RA_BIGDN_FULL) {
-        const ra_pool_multi toks = {.nunits = in->s.B * in->s.F * in->s.S,
-                                    .nprec = nprec,
-                                    .precs = precs,
-                                    .threads = threads,
-                                    .widen_range = 1,
-                                    .ctx = &m,
-                                    .ws_new = tok_ws_new,
-                                    .ws_free = tok_ws_free,
-                                    .unit = tok_unit};
-        const ra_pool_multi wgrads = {.nunits = 2 * in->s.H * in->s.D,
-                                      .nprec = nprec,
-                                      .precs = precs,
-                                      .threads = threads,
-                                      .widen_range = 1,
-                                      .ctx = &m,
-                                      .ws_new = tok_ws_new,
-                                      .ws_free = tok_ws_free,
-                                      .unit = wgrad_unit};
+        /* the token pass, then the weight gradients (same pool, other units) */
+        ra_pool_multi toks = {.nunits = in->s.B * in->s.F * in->s.S,
+                              .nprec = nprec,
+                              .precs = precs,
+                              .threads = threads,
+                              .widen_range = 1,
+                              .ctx = &m,
+                              .ws_new = tok_ws_new,
+                              .ws_free = tok_ws_free,
+                              .unit = tok_unit};
+        ra_pool_multi wgrads = toks;
+        wgrads.nunits = 2 * in->s.H * in->s.D, wgrads.unit = wgrad_unit;
         st = ra_pool_run_multi(&toks);
         if (st == RA_OK)
             st = ra_pool_run_multi(&wgrads);
