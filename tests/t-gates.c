@@ -412,6 +412,68 @@ START_TEST(special_regime_refinement)
 }
 END_TEST
 
+/* Raw-keys with big-beta (quick's third-phase row): the class rows are the
+   envelope of that regime and refinements keyed by the regime keep every
+   other regime at the thresholds it had before the pair was admitted.
+   Expected thresholds written by hand from gates.tsv's rows and its
+   selection rule (most literal characters, then exact tensor, then exact
+   dtype): for each gated (class, tensor, metric), the threshold on raw
+   keys with big beta, on raw keys without big beta, on big beta without
+   raw keys, and on neither. */
+START_TEST(data_shipped_raw_keys_big_beta)
+{
+    static const char *const regimes[4][3] = {
+        {"raw-keys+big-beta", "zero-gate+raw-keys+big-beta",
+         "near-unit+raw-keys+large-state+big-beta+aligned-keys"},
+        {"raw-keys", "near-unit+raw-keys", "zero-gate+raw-keys+large-state+small-beta"},
+        {"big-beta", "zero-gate+big-beta+aligned-keys", "near-unit+large-state+big-beta"},
+        {"default", "near-unit", "strong-decay+small-beta"}};
+    static const struct {
+        const char *pclass, *tensor, *metric;
+        double want[4]; /* raw-keys+big-beta, raw keys, big beta, neither */
+    } rows[] = {
+        {"tf32", "dbeta", "rel_rms", {1.4e-2, 6e-3, 6e-3, 6e-3}},
+        {"tf32", "dk", "rel_rms", {7.5e-3, 6e-3, 6e-3, 6e-3}},
+        {"tf32", "o", "rel_rms", {6e-3, 6e-3, 6e-3, 6e-3}},        /* never raised */
+        {"tf32", "dg", "rel_rms", {1.25e-2, 6e-3, 1.25e-2, 6e-3}}, /* !*big-beta* */
+        {"tf32", "dbeta", "max_rel", {1.5e-2, 1.5e-2, 1.5e-2, 1.5e-2}},
+        {"bf16", "dk", "rel_rms", {6e-2, 4.5e-2, 4.5e-2, 4.5e-2}},
+        {"bf16", "o", "rel_rms", {5e-2, 4.5e-2, 4.5e-2, 4.5e-2}},
+        {"bf16", "dv", "rel_rms", {4.5e-2, 4.5e-2, 4.5e-2, 4.5e-2}},
+        {"bf16", "dbeta", "rel_rms", {1e-1, 8e-2, 3e-2, 3e-2}}, /* !*raw-keys* inside */
+        {"bf16", "dv", "max_rel", {1.6e-1, 8e-2, 8e-2, 8e-2}},
+        {"bf16", "dk", "max_rel", {1.5e-1, 8e-2, 8e-2, 8e-2}},
+        {"bf16", "dbeta", "max_rel", {1.1e-1, 8e-2, 8e-2, 8e-2}},
+        {"bf16", "o", "max_rel", {8e-2, 8e-2, 8e-2, 8e-2}},
+        {"bf16", "dg", "rel_rms", {1.2e-1, 1.2e-1, 1.2e-1, 1.2e-1}},
+    };
+    static const char *const dtypes[] = {"f32", "bf16", "f16", "f64"};
+    ra_gates g;
+    ra_gates_init(&g);
+    ck_assert_int_eq(ra_gates_load(&g, NULL), RA_OK);
+    for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < 3; i++)
+                for (int d = 0; d < 4; d++) {
+                    const ra_gate *sel[RA_GATES_MAX_METRICS];
+                    size_t n;
+                    ck_assert_int_eq(ra_gates_select_case(sel, &n, &g, "gdn", rows[r].pclass,
+                                                          "gdn.cpu.chunk64.x", regimes[k][i],
+                                                          dtypes[d], rows[r].tensor),
+                                     RA_OK);
+                    const ra_gate *got = NULL;
+                    for (size_t j = 0; j < n; j++)
+                        if (strcmp(sel[j]->metric, rows[r].metric) == 0)
+                            got = sel[j];
+                    ck_assert_msg(got && got->threshold == rows[r].want[k],
+                                  "%s %s %s, %s, %s: %g, want %g", rows[r].pclass, rows[r].tensor,
+                                  rows[r].metric, regimes[k][i], dtypes[d],
+                                  got ? got->threshold : -1, rows[r].want[k]);
+                }
+    ra_gates_clear(&g);
+}
+END_TEST
+
 /* --- suites --------------------------------------------------------------------------- */
 
 #define SHDR "op\tshape\tregime\tdtype\tdirection\tseed\tflags\n"
@@ -614,7 +676,7 @@ static Suite *gates_suite(void)
              special_regime_refinement, special_pass, special_suite_parse, special_suite_params);
     tu_tcase(s, "regress", tu_capture, NULL, regress_refine_never_loosens, regress_old_layout);
     tu_tcase(s, "data", tu_capture, NULL, data_refusals, data_crlf, data_shipped_gates,
-             data_shipped_scan_refinement, data_suite_refusals, data_shipped_suites,
+             data_shipped_scan_refinement, data_shipped_raw_keys_big_beta, data_suite_refusals, data_shipped_suites,
              data_shipped_glr_rows);
     return s;
 }

@@ -23,16 +23,14 @@
  * estimated validate time, so the big shapes (K = V = 256) go to rows
  * with small T and B; the size x size pairs whose cheapest row is over
  * the first phase's cost cap get rows of a second phase, under a higher
- * cap; pairs that combine values no row may (raw-keys with big-beta) are
- * excluded and reported.  Deterministic: the same matrix gives the same rows on
+ * cap; the pairs admitted after those rows were measured (raw-keys with
+ * big-beta) get rows of a third phase.  Deterministic: the same matrix gives the same rows on
  * every machine (its own LCG, no libc rand).
  */
 
-/* Coverage of suite s by op's matrix: pairs covered, total, and how many
-   of them are excluded from the covering array (combinations no row may
-   have).  *total = 0 when op has no matrix. */
-ra_status ra_matrix_coverage(const ra_suite *s, const char *op, size_t *covered, size_t *total,
-                             size_t *excluded);
+/* Coverage of suite s by op's matrix: pairs covered and total.  *total =
+   0 when op has no matrix. */
+ra_status ra_matrix_coverage(const ra_suite *s, const char *op, size_t *covered, size_t *total);
 
 /* The pairs no row of s covers, one line each ("K=256 & T>256"), into
    buf (truncated with "..." at len); returns how many. */
@@ -46,7 +44,7 @@ ra_status ra_matrix_generate(char **text, size_t *nrows, const char *op, unsigne
 /* The operation whose matrix `recaudit pairs` uses by default (gdn). */
 const char *ra_matrix_default_op(void);
 
-/* "gdn C/T pairs (X excluded)" for `list suites` ("-" when the
+/* "gdn C/T pairs" for `list suites` ("-" when the
    suite has no rows of an op with a matrix). */
 void ra_matrix_coverage_text(char *buf, size_t len, const ra_suite *s);
 
