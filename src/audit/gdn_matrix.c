@@ -146,7 +146,8 @@ static int classify(int *v, const feature *f, const ra_case_spec *sp)
 }
 
 /* 1 when a (partial) row combines raw-keys with big-beta (beta |k|^2 up
-   to 1.875 on one-signed keys: every transition's eigenvalue near -1).
+   to 0.9 * 1.875 = 1.69 on one-signed keys: every transition's eigenvalue
+   near -1).
    The first two phases' rows never have it: they were measured and gated
    while the pair was left out, so the third phase covers it with rows of
    its own and those 80 rows stay as they were.  Its references are
@@ -162,7 +163,7 @@ typedef struct pairs {
     size_t off[NFEAT][NFEAT];
     size_t total, deferred, late;
     int phase;                                    /* 1, 2, 3 */
-    double cap;                                   /* the phase's row cap: ROW_CAP, then BIG_CAP */
+    double cap;                                   /* ROW_CAP, then BIG_CAP (phases 2, 3) */
     double (*cost)(const feature *, const int *); /* row_cost, then row_fit */
     /* bit 0 covered, bit 2 deferred to the second phase (cheapest row over
        ROW_CAP), bit 3 deferred to the third (late()) */
