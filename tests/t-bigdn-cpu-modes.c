@@ -39,7 +39,7 @@ static double cosine(const float *y, const double *z, int64_t n)
 static void measure(const char *regime, const bd_recipe *r)
 {
     const int64_t B = 1, F = 4, S = 64, H = 2, D = 32;
-    ra_bigdn_dims d = {B, F, S, H, D, (float)(1 / sqrt((double)D * S)), 1e-5f, 1e-6f};
+    ra_bigdn_dims d = {B, F, S, H, D, (float)(1 / sqrt((double)D * S)), 1e-5f, 1e-6f, 0};
     bd_case c;
     bd_case_make(&c, d, r);
     double *z = malloc((size_t)c.n_out * sizeof(double)), *g64[5];

@@ -37,7 +37,7 @@ static const double U24 = 0x1p-24, U11 = 0x1p-11, U8 = 0x1p-8;
 
 static ra_bigdn_dims dims(int64_t B, int64_t F, int64_t S, int64_t H, int64_t D)
 {
-    ra_bigdn_dims d = {B, F, S, H, D, (float)(1 / sqrt((double)D * (double)S)), 1e-5f, 1e-6f};
+    ra_bigdn_dims d = {B, F, S, H, D, (float)(1 / sqrt((double)D * (double)S)), 1e-5f, 1e-6f, 0};
     return d;
 }
 

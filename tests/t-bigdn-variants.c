@@ -120,7 +120,7 @@ static void check_wiring(const char *name, const char *op, const char *dt)
     ra_bigdn_problem p;
     ck_assert_int_eq(ra_bigdn_problem_init(&p, &c, RA_BIGDN_NEED_COTANGENTS, "case"), RA_OK);
     const ra_bigdn_dims d = {
-        p.s.B, p.s.F, p.s.S, p.s.H, p.s.D, (float)p.k_scale, (float)p.norm_eps, (float)p.eps};
+        p.s.B, p.s.F, p.s.S, p.s.H, p.s.D, (float)p.k_scale, (float)p.norm_eps, (float)p.eps, 0};
     const ra_bigdn_prec m = ((const ra_cpu_bigdn_cfg *)v->data)->mode;
     float *in[RA_BIGDN_NIN], *dout = floats(p.dout), *out[1], *g[RA_BIGDN_NIN] = {NULL};
     for (int j = 0; j < RA_BIGDN_NIN; j++) {

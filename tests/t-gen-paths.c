@@ -33,15 +33,7 @@
 static ra_case_spec spec_of(const char *shape, const char *regime, const char *dtype,
                             unsigned flags, const char *param, uint64_t seed)
 {
-    ra_case_spec s;
-    ra_case_spec_init(&s);
-    strcpy(s.op, "gdn");
-    snprintf(s.shape, sizeof s.shape, "%s", shape);
-    snprintf(s.regime, sizeof s.regime, "%s", regime);
-    snprintf(s.dtype, sizeof s.dtype, "%s", dtype);
-    s.seed = seed;
-    s.has_seed = 1;
-    s.bwd = 1;
+    ra_case_spec s = tu_spec("gdn", shape, regime, dtype, seed);
     s.flags = flags;
     const ra_op *op = ra_op_find("gdn");
     if (param)

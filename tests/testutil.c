@@ -382,8 +382,8 @@ ra_case_spec tu_gdn_spec(const char *shape, uint64_t seed, unsigned flags, int b
     return id;
 }
 
-void tu_generate(ra_case *c, const char *op, const char *shape, const char *regime,
-                 const char *dtype, uint64_t seed)
+ra_case_spec tu_spec(const char *op, const char *shape, const char *regime, const char *dtype,
+                     uint64_t seed)
 {
     ra_case_spec s;
     ra_case_spec_init(&s);
@@ -394,7 +394,14 @@ void tu_generate(ra_case *c, const char *op, const char *shape, const char *regi
     s.seed = seed;
     s.has_seed = 1;
     s.bwd = 1;
-    ra_case_init(c);
     ck_assert_msg(ra_case_spec_check(&s, "spec") == RA_OK, "%s", ra_last_error());
+    return s;
+}
+
+void tu_generate(ra_case *c, const char *op, const char *shape, const char *regime,
+                 const char *dtype, uint64_t seed)
+{
+    ra_case_spec s = tu_spec(op, shape, regime, dtype, seed);
+    ra_case_init(c);
     ck_assert_msg(ra_case_spec_generate(c, &s) == RA_OK, "%s", ra_last_error());
 }
