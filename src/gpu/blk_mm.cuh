@@ -213,6 +213,90 @@ __device__ void mm_stage(float *dst, const float *base, int64_t rs, int64_t cs, 
     }
 }
 
+/* The bf16 form of a staged panel: dst[r * MM_LDW + p / 2] holds X(r0 + r,
+   k0 + p) and X(r0 + r, k0 + p + 1) rounded to bf16 (the fragment's pair,
+   lower index in the low half), zero outside rows x cols; np even.  The
+   operands are rounded once here instead of once per fragment load, to
+   the same values (round to nearest even either way). */
+constexpr int MM_LDW = MM_T / 2 + 4; /* words; lanes (g, t) at banks 4g + t */
+
+__device__ inline void mm_stage_bf16(uint32_t *dst, const float *base, int64_t rs, int64_t cs, int r0,
+                              int k0, int rows, int cols, int nr, int np)
+{
+    const bool along_rows = rs == 1 && cs != 1;
+    const int nw = np / 2, total = nr * nw, step = blockDim.x;
+    for (int e0 = threadIdx.x; e0 < total; e0 += MM_LOADS * step) {
+        float v[MM_LOADS][2];
+#pragma unroll
+        for (int u = 0; u < MM_LOADS; u++) {
+            const int e = e0 + u * step;
+            const int r = along_rows ? e % nr : e / nw, w = along_rows ? e / nr : e % nw;
+            const int i = r0 + r, k = k0 + 2 * w;
+            const bool in = e < total && i < rows;
+            const float *x = base + (int64_t)i * rs + (int64_t)k * cs;
+            v[u][0] = (in && k < cols) ? x[0] : 0.f;
+            v[u][1] = (in && k + 1 < cols) ? x[cs] : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < MM_LOADS; u++) {
+            const int e = e0 + u * step;
+            const int r = along_rows ? e % nr : e / nw, w = along_rows ? e / nr : e % nw;
+            if (e < total)
+                dst[r * MM_LDW + w] = bf16x2_rn(v[u][0], v[u][1]);
+        }
+    }
+}
+
+/* mm_block_panel for bf16 on panels staged by mm_stage_bf16: each warp
+   computes 16 rows x 32 columns, one A fragment per k-step serving four
+   mmas.  Every output element sees the same mma k-steps on the same
+   operands as in blk_mm_direct, so the bits are the same. */
+__device__ inline void mm_block_panel_bf16(float *c, int64_t ldc, int i0, int j0, int mt, int nt, int kt,
+                                    bool from_c, const uint32_t *As, const uint32_t *Bs)
+{
+    constexpr int NB = 4; /* n-subtiles of 8 per warp */
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int tn = (nt + 8 * NB - 1) / (8 * NB), tiles = (mt + 15) / 16 * tn;
+    float *cb = c + (int64_t)i0 * ldc + j0;
+    for (int tile = threadIdx.x >> 5; tile < tiles; tile += blockDim.x >> 5) {
+        const int ti = tile / tn * 16, tj = tile % tn * 8 * NB;
+        const int r0 = ti + g, r1 = r0 + 8;
+        float d[NB][4];
+#pragma unroll
+        for (int u = 0; u < NB; u++) {
+            const int c0 = tj + 8 * u + 2 * t, c1 = c0 + 1;
+            d[u][0] = (from_c && r0 < mt && c0 < nt) ? cb[r0 * ldc + c0] : 0.f;
+            d[u][1] = (from_c && r0 < mt && c1 < nt) ? cb[r0 * ldc + c1] : 0.f;
+            d[u][2] = (from_c && r1 < mt && c0 < nt) ? cb[r1 * ldc + c0] : 0.f;
+            d[u][3] = (from_c && r1 < mt && c1 < nt) ? cb[r1 * ldc + c1] : 0.f;
+        }
+        const uint32_t *a0 = As + r0 * MM_LDW, *a1 = As + r1 * MM_LDW;
+        for (int k0 = 0; k0 < kt; k0 += 16) {
+            const int wa = k0 / 2 + t, wb = wa + 4;
+            const uint32_t fa[4] = {a0[wa], a1[wa], a0[wb], a1[wb]};
+#pragma unroll
+            for (int u = 0; u < NB; u++)
+                if (tj + 8 * u < nt) {
+                    const uint32_t *bc = Bs + (tj + 8 * u + g) * MM_LDW;
+                    const uint32_t fb[2] = {bc[wa], bc[wb]};
+                    mma_bf16(d[u], fa, fb);
+                }
+        }
+#pragma unroll
+        for (int u = 0; u < NB; u++) {
+            const int c0 = tj + 8 * u + 2 * t, c1 = c0 + 1;
+            if (r0 < mt && c0 < nt)
+                cb[r0 * ldc + c0] = d[u][0];
+            if (r0 < mt && c1 < nt)
+                cb[r0 * ldc + c1] = d[u][1];
+            if (r1 < mt && c0 < nt)
+                cb[r1 * ldc + c0] = d[u][2];
+            if (r1 < mt && c1 < nt)
+                cb[r1 * ldc + c1] = d[u][3];
+        }
+    }
+}
+
 /* One staged output block (rows i0.., columns j0..) over the panel in
    As (rows x p) and Bs (columns x p) at contraction offset k0. */
 template <int P>
@@ -290,6 +374,14 @@ __device__ void mm_block_panel(float *c, int64_t ldc, int i0, int j0, int mt, in
     }
 }
 
+/* The staged form's two panels (A, then B^T), one buffer per block and
+   precision; callers between products may borrow it (inverse.cuh). */
+template <int P> __device__ __forceinline__ float *mm_smem()
+{
+    __shared__ float buf[2 * MM_T * mm_ld<P>::v];
+    return buf;
+}
+
 template <int P>
 __device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc, mat a, mat b,
                        bool acc, int batch = 1)
@@ -303,16 +395,25 @@ __device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc,
         return;
     }
     constexpr int LD = mm_ld<P>::v;
-    __shared__ float As[MM_T * LD], Bs[MM_T * LD];
+    float *As = mm_smem<P>(), *Bs = As + MM_T * LD;
     for (int i0 = 0; i0 < m; i0 += MM_T)
         for (int j0 = 0; j0 < n; j0 += MM_T) {
             const int mt = m - i0 < MM_T ? m - i0 : MM_T, nt = n - j0 < MM_T ? n - j0 : MM_T;
             for (int k0 = 0; k0 < kc; k0 += MM_T) {
                 __syncthreads(); /* the previous panel is consumed */
                 const int kt = kc - k0 < MM_T ? kc - k0 : MM_T, np = (kt + 15) / 16 * 16;
-                mm_stage<LD>(As, a.p, a.rs, a.cs, i0, k0, m, kc, (mt + 15) / 16 * 16, np);
+                const int nra = (mt + 15) / 16 * 16, nrb = (nt + 15) / 16 * 16;
+                if (P == RA_GPU_PREC_BF16) {
+                    uint32_t *Aw = reinterpret_cast<uint32_t *>(As), *Bw = Aw + MM_T * MM_LDW;
+                    mm_stage_bf16(Aw, a.p, a.rs, a.cs, i0, k0, m, kc, nra, np);
+                    mm_stage_bf16(Bw, b.p, b.cs, b.rs, j0, k0, n, kc, nrb, np);
+                    __syncthreads();
+                    mm_block_panel_bf16(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, Aw, Bw);
+                    continue;
+                }
+                mm_stage<LD>(As, a.p, a.rs, a.cs, i0, k0, m, kc, nra, np);
                 /* B^T: rows j, columns p */
-                mm_stage<LD>(Bs, b.p, b.cs, b.rs, j0, k0, n, kc, (nt + 15) / 16 * 16, np);
+                mm_stage<LD>(Bs, b.p, b.cs, b.rs, j0, k0, n, kc, nrb, np);
                 __syncthreads();
                 mm_block_panel<P>(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, As, Bs);
             }

@@ -180,10 +180,13 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
     const float *k = h.k + t0 * h.qs, *v = h.v + t0 * h.vs, *g = h.g + t0 * h.gs,
                 *beta = h.beta + t0 * h.gs;
     if (threadIdx.x == 0) { /* the CPU's running sum, in its order */
+        const float *__restrict__ src = g;
+        float *__restrict__ dst = w.G;
         float run = 0.f;
+#pragma unroll 8
         for (int i = 0; i < L; i++) {
-            run = __fadd_rn(run, g[i * h.gs]);
-            w.G[i] = run;
+            run = __fadd_rn(run, src[i * h.gs]);
+            dst[i] = run;
         }
     }
     __syncthreads();

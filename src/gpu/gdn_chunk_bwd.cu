@@ -50,6 +50,17 @@ __device__ float blk_dot(const float *x, const float *y, int n, float *red)
     return r;
 }
 
+/* sum_j x[j] y[j], one fmaf chain in increasing j (the CPU's row dot);
+   a loop of loads only, so they issue ahead of the chain. */
+__device__ __forceinline__ float row_dot(const float *x, const float *y, int n)
+{
+    float acc = 0.f;
+#pragma unroll 8
+    for (int j = 0; j < n; j++)
+        acc = fmaf(x[j], y[j], acc);
+    return acc;
+}
+
 /* dG[m] += sum_{j<m} z[m][j] - sum_{i>m} z[i][m], in the CPU's order. */
 __device__ void pair_gates(float *dG, const float *z, int C, int L)
 {
@@ -101,31 +112,32 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     blk_mm<P>(dq, h.ks, 0, L, K, L, mk(w.dP, C, 1), mk(k, h.qs, 1), false);
     blk_mm<P>(w.dQc, K, 0, L, K, V, mk(dO, h.vs, 1), mk(w.Sst, 1, V), false);
     __syncthreads();
-    for (int i = threadIdx.x; i < L; i += blockDim.x) {
-        const float c = __fmul_rn(s, w.gam[i]);
-        float acc = 0.f;
-        for (int j = 0; j < K; j++) {
-            const float x = __fmul_rn(c, w.dQc[i * K + j]);
-            dq[i * h.ks + j] = __fadd_rn(dq[i * h.ks + j], x);
-            acc = fmaf(q[i * h.qs + j], x, acc);
-        }
-        dG[i] = __fadd_rn(dG[i], acc);
+    for (int e = threadIdx.x; e < L * K; e += blockDim.x) {
+        const int i = e / K, j = e % K;
+        const float x = __fmul_rn(__fmul_rn(s, w.gam[i]), w.dQc[e]);
+        dq[i * h.ks + j] = __fadd_rn(dq[i * h.ks + j], x);
+        w.dQc[e] = x;
     }
+    __syncthreads();
+    for (int i = threadIdx.x; i < L; i += blockDim.x)
+        dG[i] = __fadd_rn(dG[i], row_dot(q + i * h.qs, w.dQc + i * K, K));
     __syncthreads();
     /* (4) dK = d(QK^T)^T Q + diag(delta) V' dSn^T, with its delta gate terms */
     blk_mm<P>(dk, h.ks, 0, L, K, L, mk(w.dP, 1, C), mk(q, h.qs, 1), false);
     blk_mm<P>(w.dKc, K, 0, L, K, V, mk(w.Vp, V, 1), mk(w.dS, 1, V), false);
     __syncthreads();
-    for (int i = threadIdx.x; i < L; i += blockDim.x) {
-        const float d = expf(__fsub_rn(gl, w.G[i]));
-        float acc = 0.f;
-        for (int j = 0; j < K; j++) {
-            const float x = __fmul_rn(d, w.dKc[i * K + j]);
-            dk[i * h.ks + j] = __fadd_rn(dk[i * h.ks + j], x);
-            acc = fmaf(k[i * h.qs + j], x, acc);
-        }
-        w.tmp[i] = acc;
+    for (int i = threadIdx.x; i < L; i += blockDim.x)
+        w.tmp[i] = expf(__fsub_rn(gl, w.G[i]));
+    __syncthreads();
+    for (int e = threadIdx.x; e < L * K; e += blockDim.x) {
+        const int i = e / K, j = e % K;
+        const float x = __fmul_rn(w.tmp[i], w.dKc[e]);
+        dk[i * h.ks + j] = __fadd_rn(dk[i * h.ks + j], x);
+        w.dKc[e] = x;
     }
+    __syncthreads();
+    for (int i = threadIdx.x; i < L; i += blockDim.x)
+        w.tmp[i] = row_dot(k + i * h.qs, w.dKc + i * K, K);
     __syncthreads();
     for (int m = threadIdx.x; m < L; m += blockDim.x) {
         if (m < L - 1) {
@@ -163,15 +175,15 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
         const int i = e / V, j = e % V;
         dv[i * h.vs + j] = __fmul_rn(beta[i * h.gs], w.dX[e]);
     }
-    for (int i = threadIdx.x; i < L; i += blockDim.x) {
-        float x = 0.f, y = 0.f;
-        for (int j = 0; j < V; j++)
-            x = fmaf(w.dX[i * V + j], v[i * h.vs + j], x);
-        for (int j = 0; j < K; j++)
-            y = fmaf(w.dY[i * K + j], k[i * h.qs + j], y);
+    for (int e = threadIdx.x; e < L * K; e += blockDim.x) {
+        const int i = e / K, j = e % K;
         const float bg = __fmul_rn(beta[i * h.gs], w.gam[i]);
-        for (int j = 0; j < K; j++)
-            dk[i * h.ks + j] = fmaf(bg, w.dY[i * K + j], dk[i * h.ks + j]);
+        dk[i * h.ks + j] = fmaf(bg, w.dY[e], dk[i * h.ks + j]);
+    }
+    for (int i = threadIdx.x; i < L; i += blockDim.x) {
+        const float x = row_dot(v + i * h.vs, w.dX + i * V, V),
+                    y = row_dot(k + i * h.qs, w.dY + i * K, K);
+        const float bg = __fmul_rn(beta[i * h.gs], w.gam[i]);
         dbo[i * h.gs] = __fadd_rn(__fadd_rn(dbo[i * h.gs], x), __fmul_rn(w.gam[i], y));
         dG[i] = __fadd_rn(dG[i], __fmul_rn(bg, y));
     }
@@ -198,21 +210,22 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     blk_mm<P>(w.tK, K, 0, L, K, L, mk(w.dA, C, 1), mk(k, h.qs, 1), false);
     blk_mm<P>(dk, h.ks, 0, L, K, L, mk(w.dA, 1, C), mk(w.Kb, K, 1), true);
     __syncthreads();
-    for (int i = threadIdx.x; i < L; i += blockDim.x) {
-        float x = 0.f;
-        for (int j = 0; j < K; j++) {
-            dk[i * h.ks + j] = fmaf(beta[i * h.gs], w.tK[i * K + j], dk[i * h.ks + j]);
-            x = fmaf(w.tK[i * K + j], k[i * h.qs + j], x);
-        }
-        dbo[i * h.gs] = __fadd_rn(dbo[i * h.gs], x);
+    for (int e = threadIdx.x; e < L * K; e += blockDim.x) {
+        const int i = e / K, j = e % K;
+        dk[i * h.ks + j] = fmaf(beta[i * h.gs], w.tK[e], dk[i * h.ks + j]);
     }
+    for (int i = threadIdx.x; i < L; i += blockDim.x)
+        dbo[i * h.gs] = __fadd_rn(dbo[i * h.gs], row_dot(k + i * h.qs, w.tK + i * K, K));
     __syncthreads();
     /* (10) dg = reverse cumulative sum of dG */
     if (threadIdx.x == 0) {
+        const float *__restrict__ src = dG;
+        float *__restrict__ dst = dgo;
         float acc = 0.f;
+#pragma unroll 8
         for (int i = L - 1; i >= 0; i--) {
-            acc = __fadd_rn(acc, dG[i]);
-            dgo[i * h.gs] = acc;
+            acc = __fadd_rn(acc, src[i]);
+            dst[i * h.gs] = acc;
         }
     }
     __syncthreads();

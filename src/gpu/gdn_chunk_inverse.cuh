@@ -11,7 +11,8 @@
  *  fwdsubst  T_ij = -sum_{m=j}^{i-1} A_im T_mj, row by row (rows depend on
  *            the rows above), one thread per entry of a row, each an fmaf
  *            chain in increasing m: scalar fp32 with no operand rounding,
- *            the CPU's order, so bit-identical to it.
+ *            the CPU's order, so bit-identical to it.  Chunks up to 64
+ *            run it in the blk_mm panel buffer, a thread per column.
  *  neumann   16x16 diagonal blocks (I - N)^-1 = (I+N)(I+N^2)(I+N^4)(I+N^8),
  *            N = -A_bb: three squarings and three products, batched over the
  *            n/16 diagonal blocks (independent); then, block row by block
@@ -58,6 +59,36 @@ __device__ inline void inv_fwdsubst(float *t, const float *a, int n)
         }
         __syncthreads();
     }
+}
+
+/* The same chains for n <= 64 in shared memory (sm: 2 n (n + 1) floats),
+   one thread per column: column j of T needs only its own rows above, so
+   no barrier between rows; each entry is the same fmaf chain in
+   increasing m as inv_fwdsubst's, so the bits are the same. */
+__device__ inline void inv_fwdsubst_smem(float *t, const float *a, int n, float *sm)
+{
+    const int ld = n + 1;
+    float *as = sm, *ts = sm + n * ld;
+    for (int e = threadIdx.x; e < n * n; e += blockDim.x)
+        as[e / n * ld + e % n] = a[e];
+    __syncthreads();
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        ts[j * ld + j] = 1.f;
+        for (int i = j + 1; i < n; i++) {
+            const float *ar = as + i * ld;
+            float s = 0.f;
+#pragma unroll 4
+            for (int m = j; m < i; m++)
+                s = fmaf(ar[m], ts[m * ld + j], s);
+            ts[i * ld + j] = -s;
+        }
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < n * n; e += blockDim.x) {
+        const int i = e / n, j = e % n;
+        t[e] = j <= i ? ts[i * ld + j] : 0.f;
+    }
+    __syncthreads();
 }
 
 /* e = I + x for nb 16x16 blocks stored contiguously. */
@@ -151,7 +182,10 @@ template <int P> __device__ void inverse(float *t, const float *a, int n, int in
         inv_schur<P>(t, a, n, scr);
         break;
     default:
-        inv_fwdsubst(t, a, n);
+        if (2 * n * (n + 1) <= 2 * MM_T * mm_ld<P>::v)
+            inv_fwdsubst_smem(t, a, n, mm_smem<P>());
+        else
+            inv_fwdsubst(t, a, n);
         break;
     }
 }

@@ -327,22 +327,41 @@ __global__ void __launch_bounds__(PASS_THREADS)
         }
 }
 
-/* The pass's layout and grid: the tiles that fit the opt-in shared memory
-   are staged. */
+/* Blocks per SM the passes aim for when the grid has more blocks than
+   SMs.  Why: at K = V = 128 the dstates block with all four tiles staged
+   needs 177 KB, one block per SM, so B=1, T=8192, Hv=32 (256 blocks) ran
+   in two waves (7.1 ms on the H200); two blocks per SM with P and K
+   staged and Q, W read in place put the grid in one wave. */
+constexpr int PASS_BLOCKS_PER_SM = 2;
+
+/* The pass's layout and grid: the tiles that fit the block's share of the
+   shared memory are staged (the whole opt-in amount when the grid fits
+   one block per SM). */
 static cudaError_t pass_setup(bool bwd, const ra_gpu_gdn_args *a, const group *g, pass_layout &pl,
                               unsigned &grid)
 {
-    int dev = 0, optin = 0;
+    int dev = 0, optin = 0, per_sm = 0, sms = 0, reserved = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev);
     if (e != cudaSuccess)
         return e;
     const int V = (int)a->s.V, nc = PASS_COLS;
-    pl = make_pass_layout(bwd, g->C, (int)a->s.K, nc, optin / (int64_t)sizeof(float));
+    grid = (unsigned)(g->nh * ((V + nc - 1) / nc));
+    int64_t budget = optin;
+    if ((int64_t)grid > sms) {
+        const int64_t share = per_sm / PASS_BLOCKS_PER_SM - reserved;
+        budget = share < budget ? share : budget;
+    }
+    pl = make_pass_layout(bwd, g->C, (int)a->s.K, nc, budget / (int64_t)sizeof(float));
     if (pl.floats * (int64_t)sizeof(float) > optin)
         return cudaErrorInvalidConfiguration; /* K beyond even the column arrays */
-    grid = (unsigned)(g->nh * ((V + nc - 1) / nc));
     return cudaSuccess;
 }
 
