@@ -173,6 +173,35 @@ __device__ __forceinline__ int chunk_rows(const head &h, int C, int64_t c)
     return r < C ? (int)r : C;
 }
 
+/* store(e, load(e)) for every e < n of this thread (threadIdx.x, then
+   strides of blockDim.x), in groups of four whose loads all issue before
+   the group's first store.  Why: in a plain loop that reads global memory
+   and writes the workspace the compiler cannot move the next load above
+   the store (the pointers may alias), so each iteration waited a full
+   memory latency.  Elements of a group are distinct, so a load never
+   sees another element's store of the same group. */
+template <typename LD, typename ST> __device__ __forceinline__ void ew(int n, LD load, ST store)
+{
+    constexpr int U = 4;
+    for (int e0 = threadIdx.x; e0 < n; e0 += U * blockDim.x) {
+        decltype(load(0)) x[U];
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (e0 + u * (int)blockDim.x < n)
+                x[u] = load(e0 + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (e0 + u * (int)blockDim.x < n)
+                store(e0 + u * blockDim.x, x[u]);
+    }
+}
+
+/* ew storing into dst[e]. */
+template <typename LD> __device__ __forceinline__ void ew_to(float *dst, int n, LD load)
+{
+    ew(n, load, [dst](int e, float x) { dst[e] = x; });
+}
+
 /* G, gamma, D, A, T, W, U of the chunk at token t0 (L rows). */
 template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t t0, int L)
 {
@@ -192,43 +221,31 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         w.gam[i] = expf(w.G[i]);
-    for (int e = threadIdx.x; e < C * C; e += blockDim.x) {
+    ew_to(w.Dm, C * C, [&](int e) {
         const int i = e / C, j = e % C;
-        w.Dm[e] = (i < L && j <= i) ? expf(__fsub_rn(w.G[i], w.G[j])) : 0.f;
-    }
-    for (int e = threadIdx.x; e < L * K; e += blockDim.x) {
-        const int i = e / K, j = e % K;
-        w.Kb[e] = __fmul_rn(k[i * h.qs + j], beta[i * h.gs]);
-    }
+        return (i < L && j <= i) ? expf(__fsub_rn(w.G[i], w.G[j])) : 0.f;
+    });
+    ew_to(w.Kb, L * K, [&](int e) { return __fmul_rn(k[e / K * h.qs + e % K], beta[e / K * h.gs]); });
     __syncthreads();
     blk_mm<P>(w.A, C, 0, L, L, K, mk(w.Kb, K, 1), mk(k, 1, h.qs), false);
     __syncthreads();
-    for (int e = threadIdx.x; e < C * C; e += blockDim.x) {
+    ew_to(w.A, C * C, [&](int e) {
         const int i = e / C, j = e % C;
-        w.A[e] = (i < L && j < i) ? __fmul_rn(w.A[e], w.Dm[e]) : 0.f;
-    }
+        return (i < L && j < i) ? __fmul_rn(w.A[e], w.Dm[e]) : 0.f;
+    });
     __syncthreads();
     inverse<P>(w.T, w.A, C, w.inv, w.inv_scr); /* ends synchronised */
-    for (int e = threadIdx.x; e < L * C; e += blockDim.x) {
-        const int i = e / C, j = e % C;
-        if (j <= i)
-            w.T[e] = st<P>(w.T[e]);
-    }
-    for (int e = threadIdx.x; e < L * K; e += blockDim.x)
-        w.Y[e] = __fmul_rn(w.Kb[e], w.gam[e / K]);
-    for (int e = threadIdx.x; e < L * V; e += blockDim.x) {
-        const int i = e / V, j = e % V;
-        w.X[e] = __fmul_rn(v[i * h.vs + j], beta[i * h.gs]);
-    }
+    if (P == RA_GPU_PREC_BF16) /* st() is the identity otherwise */
+        ew_to(w.T, L * C, [&](int e) { return e % C <= e / C ? st<P>(w.T[e]) : w.T[e]; });
+    ew_to(w.Y, L * K, [&](int e) { return __fmul_rn(w.Kb[e], w.gam[e / K]); });
+    ew_to(w.X, L * V, [&](int e) { return __fmul_rn(v[e / V * h.vs + e % V], beta[e / V * h.gs]); });
     __syncthreads();
     blk_mm<P>(w.W, K, 0, L, K, L, mk(w.T, C, 1), mk(w.Y, K, 1), false);
     blk_mm<P>(w.U, V, 0, L, V, L, mk(w.T, C, 1), mk(w.X, V, 1), false);
     __syncthreads();
     if (P == RA_GPU_PREC_BF16) {
-        for (int e = threadIdx.x; e < L * K; e += blockDim.x)
-            w.W[e] = st<P>(w.W[e]);
-        for (int e = threadIdx.x; e < L * V; e += blockDim.x)
-            w.U[e] = st<P>(w.U[e]);
+        ew_to(w.W, L * K, [&](int e) { return st<P>(w.W[e]); });
+        ew_to(w.U, L * V, [&](int e) { return st<P>(w.U[e]); });
         __syncthreads();
     }
 }
@@ -240,10 +257,13 @@ template <int P> __device__ void chunk_p(const cws &w, const head &h, int64_t t0
     blk_mm<P>(w.P, C, 0, L, L, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(h.k + t0 * h.qs, 1, h.qs),
               false);
     __syncthreads();
-    for (int e = threadIdx.x; e < L * L; e += blockDim.x) {
-        const int i = e / L, j = e % L;
-        w.P[i * C + j] = j <= i ? __fmul_rn(w.P[i * C + j], w.Dm[i * C + j]) : 0.f;
-    }
+    ew(
+        L * L,
+        [&](int e) {
+            const int i = e / L, j = e % L;
+            return j <= i ? __fmul_rn(w.P[i * C + j], w.Dm[i * C + j]) : 0.f;
+        },
+        [&](int e, float x) { w.P[e / L * C + e % L] = x; });
     __syncthreads();
 }
 
@@ -255,11 +275,14 @@ template <int P> __device__ void chunk_output(const cws &w, const head &h, int64
     blk_mm<P>(w.QS, V, 0, L, V, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(w.Sst, V, 1), false);
     blk_mm<P>(o, h.vs, 0, L, V, L, mk(w.P, C, 1), mk(w.Vp, V, 1), false);
     __syncthreads();
-    for (int e = threadIdx.x; e < L * V; e += blockDim.x) {
-        const int i = e / V, j = e % V;
-        float *x = o + i * h.vs + j;
-        *x = __fadd_rn(__fmul_rn(__fmul_rn(w.gam[i], w.QS[e]), h.scale), __fmul_rn(*x, h.scale));
-    }
+    ew(
+        L * V,
+        [&](int e) {
+            const int i = e / V;
+            return __fadd_rn(__fmul_rn(__fmul_rn(w.gam[i], w.QS[e]), h.scale),
+                             __fmul_rn(o[i * h.vs + e % V], h.scale));
+        },
+        [&](int e, float x) { o[e / V * h.vs + e % V] = x; });
 }
 
 /* Flattened grid index: (head of the group, chunk). */

@@ -94,30 +94,38 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
      * dP . M */
     blk_mm<P>(w.dP, C, 0, L, L, V, mk(dO, h.vs, 1), mk(w.Vp, 1, V), false);
     __syncthreads();
-    for (int e = threadIdx.x; e < L * L; e += blockDim.x) {
-        const int i = e / L, j = e % L;
-        float *x = &w.dP[i * C + j];
-        if (j > i) {
-            *x = 0.f;
-            continue;
-        }
-        const float y = __fmul_rn(s, *x);
-        if (j < i)
-            w.Z[i * C + j] = __fmul_rn(y, w.P[i * C + j]);
-        *x = __fmul_rn(y, w.Dm[i * C + j]);
-    }
+    ew(
+        L * L,
+        [&](int e) { /* (new dP, Z) */
+            const int x = e / L * C + e % L;
+            if (e % L > e / L)
+                return make_float2(0.f, 0.f);
+            const float y = __fmul_rn(s, w.dP[x]);
+            return make_float2(__fmul_rn(y, w.Dm[x]), __fmul_rn(y, w.P[x]));
+        },
+        [&](int e, float2 r) {
+            const int i = e / L, j = e % L;
+            w.dP[i * C + j] = r.x;
+            if (j < i)
+                w.Z[i * C + j] = r.y;
+        });
     __syncthreads();
     pair_gates(dG, w.Z, C, L);
     /* (3) dQ = d(QK^T) K + s diag(gamma) dO S^T, with its gamma gate term */
     blk_mm<P>(dq, h.ks, 0, L, K, L, mk(w.dP, C, 1), mk(k, h.qs, 1), false);
     blk_mm<P>(w.dQc, K, 0, L, K, V, mk(dO, h.vs, 1), mk(w.Sst, 1, V), false);
     __syncthreads();
-    for (int e = threadIdx.x; e < L * K; e += blockDim.x) {
-        const int i = e / K, j = e % K;
-        const float x = __fmul_rn(__fmul_rn(s, w.gam[i]), w.dQc[e]);
-        dq[i * h.ks + j] = __fadd_rn(dq[i * h.ks + j], x);
-        w.dQc[e] = x;
-    }
+    ew(
+        L * K,
+        [&](int e) { /* (new dq, its term) */
+            const int i = e / K;
+            const float x = __fmul_rn(__fmul_rn(s, w.gam[i]), w.dQc[e]);
+            return make_float2(__fadd_rn(dq[i * h.ks + e % K], x), x);
+        },
+        [&](int e, float2 r) {
+            dq[e / K * h.ks + e % K] = r.x;
+            w.dQc[e] = r.y;
+        });
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         dG[i] = __fadd_rn(dG[i], row_dot(q + i * h.qs, w.dQc + i * K, K));
@@ -129,12 +137,17 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         w.tmp[i] = expf(__fsub_rn(gl, w.G[i]));
     __syncthreads();
-    for (int e = threadIdx.x; e < L * K; e += blockDim.x) {
-        const int i = e / K, j = e % K;
-        const float x = __fmul_rn(w.tmp[i], w.dKc[e]);
-        dk[i * h.ks + j] = __fadd_rn(dk[i * h.ks + j], x);
-        w.dKc[e] = x;
-    }
+    ew(
+        L * K,
+        [&](int e) { /* (new dk, its term) */
+            const int i = e / K;
+            const float x = __fmul_rn(w.tmp[i], w.dKc[e]);
+            return make_float2(__fadd_rn(dk[i * h.ks + e % K], x), x);
+        },
+        [&](int e, float2 r) {
+            dk[e / K * h.ks + e % K] = r.x;
+            w.dKc[e] = r.y;
+        });
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         w.tmp[i] = row_dot(k + i * h.qs, w.dKc + i * K, K);
@@ -156,8 +169,7 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     /* (6) dW = -dV' S^T */
     blk_mm<P>(w.dW, K, 0, L, K, V, mk(w.dVp, V, 1), mk(w.Sst, 1, V), false);
     __syncthreads();
-    for (int e = threadIdx.x; e < L * K; e += blockDim.x)
-        w.dW[e] = -w.dW[e];
+    ew_to(w.dW, L * K, [&](int e) { return -w.dW[e]; });
     __syncthreads();
     /* (7) dT = dV' X^T + dW Y^T (strict lower); dX = T^T dV', dY = T^T dW */
     blk_mm<P>(w.dT, C, 0, L, L, V, mk(w.dVp, V, 1), mk(w.X, 1, V), false);
@@ -171,15 +183,17 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
         if (j >= i)
             w.dT[i * C + j] = 0.f;
     }
-    for (int e = threadIdx.x; e < L * V; e += blockDim.x) {
-        const int i = e / V, j = e % V;
-        dv[i * h.vs + j] = __fmul_rn(beta[i * h.gs], w.dX[e]);
-    }
-    for (int e = threadIdx.x; e < L * K; e += blockDim.x) {
-        const int i = e / K, j = e % K;
-        const float bg = __fmul_rn(beta[i * h.gs], w.gam[i]);
-        dk[i * h.ks + j] = fmaf(bg, w.dY[e], dk[i * h.ks + j]);
-    }
+    ew(
+        L * V, [&](int e) { return __fmul_rn(beta[e / V * h.gs], w.dX[e]); },
+        [&](int e, float x) { dv[e / V * h.vs + e % V] = x; });
+    ew(
+        L * K,
+        [&](int e) {
+            const int i = e / K;
+            const float bg = __fmul_rn(beta[i * h.gs], w.gam[i]);
+            return fmaf(bg, w.dY[e], dk[i * h.ks + e % K]);
+        },
+        [&](int e, float x) { dk[e / K * h.ks + e % K] = x; });
     for (int i = threadIdx.x; i < L; i += blockDim.x) {
         const float x = row_dot(v + i * h.vs, w.dX + i * V, V),
                     y = row_dot(k + i * h.qs, w.dY + i * K, K);
@@ -194,26 +208,33 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     blk_mm<P>(w.dA, C, 0, L, L, L, mk(w.T, 1, C), mk(w.Z, C, 1), false);
     __syncthreads();
     /* (9) A terms: gates, then dGram = dA . D into dA, dKb, dK, dbeta */
-    for (int e = threadIdx.x; e < L * L; e += blockDim.x) {
-        const int i = e / L, j = e % L;
-        float *x = &w.dA[i * C + j];
-        if (j >= i) {
-            *x = 0.f;
-            continue;
-        }
-        const float y = -*x;
-        w.Z[i * C + j] = __fmul_rn(y, w.A[i * C + j]);
-        *x = __fmul_rn(y, w.Dm[i * C + j]);
-    }
+    ew(
+        L * L,
+        [&](int e) { /* (new dA, Z) */
+            const int x = e / L * C + e % L;
+            if (e % L >= e / L)
+                return make_float2(0.f, 0.f);
+            const float y = -w.dA[x];
+            return make_float2(__fmul_rn(y, w.Dm[x]), __fmul_rn(y, w.A[x]));
+        },
+        [&](int e, float2 r) {
+            const int i = e / L, j = e % L;
+            w.dA[i * C + j] = r.x;
+            if (j < i)
+                w.Z[i * C + j] = r.y;
+        });
     __syncthreads();
     pair_gates(dG, w.Z, C, L);
     blk_mm<P>(w.tK, K, 0, L, K, L, mk(w.dA, C, 1), mk(k, h.qs, 1), false);
     blk_mm<P>(dk, h.ks, 0, L, K, L, mk(w.dA, 1, C), mk(w.Kb, K, 1), true);
     __syncthreads();
-    for (int e = threadIdx.x; e < L * K; e += blockDim.x) {
-        const int i = e / K, j = e % K;
-        dk[i * h.ks + j] = fmaf(beta[i * h.gs], w.tK[e], dk[i * h.ks + j]);
-    }
+    ew(
+        L * K,
+        [&](int e) {
+            const int i = e / K;
+            return fmaf(beta[i * h.gs], w.tK[e], dk[i * h.ks + e % K]);
+        },
+        [&](int e, float x) { dk[e / K * h.ks + e % K] = x; });
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         dbo[i * h.gs] = __fadd_rn(dbo[i * h.gs], row_dot(k + i * h.qs, w.tK + i * K, K));
     __syncthreads();

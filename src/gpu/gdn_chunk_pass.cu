@@ -210,12 +210,18 @@ __global__ void __launch_bounds__(PASS_THREADS)
             tile_issue(tw, make_cws(g, K, V, hl, c + 1).W, K, Ln, K);
         cp_commit();
         const float gl = w.G[L - 1], gC = expf(gl);
-        for (int e = threadIdx.x; e < L * nv; e += blockDim.x) {
-            const int i = e / nv, j = e % nv, x = i * V + j0 + j;
-            const float vp = __fsub_rn(w.U[x], Vp[i * ldc + j]);
-            w.Vp[x] = vp;
-            Vp[i * ldc + j] = __fmul_rn(vp, expf(__fsub_rn(gl, w.G[i])));
-        }
+        ew(
+            L * nv,
+            [&](int e) { /* (V', its decayed copy) */
+                const int i = e / nv, j = e % nv;
+                const float vp = __fsub_rn(w.U[i * V + j0 + j], Vp[i * ldc + j]);
+                return make_float2(vp, __fmul_rn(vp, expf(__fsub_rn(gl, w.G[i]))));
+            },
+            [&](int e, float2 r) {
+                const int i = e / nv, j = e % nv;
+                w.Vp[i * V + j0 + j] = r.x;
+                Vp[i * ldc + j] = r.y;
+            });
         for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
             float *x = &S[e / nv * ldc + e % nv];
             *x = __fmul_rn(*x, gC);
@@ -294,13 +300,19 @@ __global__ void __launch_bounds__(PASS_THREADS)
                          mk(dS, ldc, 1), false, 1);
         __syncthreads();
         const float gl = w.G[L - 1], gC = expf(gl);
-        for (int e = threadIdx.x; e < L * nv; e += blockDim.x) {
-            const int i = e / nv, j = e % nv, x = i * ldc + j;
-            const float d = fmaf(expf(__fsub_rn(gl, w.G[i])), tV[x], __fmul_rn(s, dVp[x]));
-            dVp[x] = d;
-            w.dVp[i * V + j0 + j] = d;
-            tV[x] = __fmul_rn(w.gam[i], dOs[x]);
-        }
+        ew(
+            L * nv,
+            [&](int e) { /* (dV', gamma dO) */
+                const int i = e / nv, x = i * ldc + e % nv;
+                return make_float2(fmaf(expf(__fsub_rn(gl, w.G[i])), tV[x], __fmul_rn(s, dVp[x])),
+                                   __fmul_rn(w.gam[i], dOs[x]));
+            },
+            [&](int e, float2 r) {
+                const int i = e / nv, j = e % nv, x = i * ldc + j;
+                dVp[x] = r.x;
+                w.dVp[i * V + j0 + j] = r.x;
+                tV[x] = r.y;
+            });
         __syncthreads();
         if (c > 0)
             issue1(c - 1);
