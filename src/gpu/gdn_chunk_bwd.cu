@@ -61,6 +61,48 @@ __device__ __forceinline__ float row_dot(const float *x, const float *y, int n)
     return acc;
 }
 
+/* term(i, j) <- coef(i) term(i, j), then dst(i, j) += term(i, j), for
+   i < L, j < K (term row-major K wide, dst row stride ldd). */
+template <typename CF>
+__device__ __forceinline__ void add_scaled_rows(float *dst, int64_t ldd, float *term, int L, int K,
+                                                CF coef)
+{
+    ew(
+        L * K,
+        [&](int e) {
+            const float x = __fmul_rn(coef(e / K), term[e]);
+            return make_float2(__fadd_rn(dst[e / K * ldd + e % K], x), x);
+        },
+        [&](int e, float2 r) {
+            dst[e / K * ldd + e % K] = r.x;
+            term[e] = r.y;
+        });
+}
+
+/* The pair terms of a C x C cotangent x (rows and columns < L): with
+   y = yf(x(i, j)), z(i, j) = y m(i, j) for j < i (the gate terms) and
+   x(i, j) <- y d(i, j) on j < i, and on j == i when diag; zero elsewhere. */
+template <typename YF>
+__device__ __forceinline__ void pair_terms(float *x, float *z, const float *m, const float *d,
+                                           int C, int L, bool diag, YF yf)
+{
+    ew(
+        L * L,
+        [&](int e) {
+            const int i = e / L, j = e % L, o = i * C + j;
+            if (j > i || (j == i && !diag))
+                return make_float2(0.f, 0.f);
+            const float y = yf(x[o]);
+            return make_float2(__fmul_rn(y, d[o]), __fmul_rn(y, m[o]));
+        },
+        [&](int e, float2 r) {
+            const int i = e / L, j = e % L;
+            x[i * C + j] = r.x;
+            if (j < i)
+                z[i * C + j] = r.y;
+        });
+}
+
 /* dG[m] += sum_{j<m} z[m][j] - sum_{i>m} z[i][m], in the CPU's order. */
 __device__ void pair_gates(float *dG, const float *z, int C, int L)
 {
@@ -94,38 +136,14 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
      * dP . M */
     blk_mm<P>(w.dP, C, 0, L, L, V, mk(dO, h.vs, 1), mk(w.Vp, 1, V), false);
     __syncthreads();
-    ew(
-        L * L,
-        [&](int e) { /* (new dP, Z) */
-            const int x = e / L * C + e % L;
-            if (e % L > e / L)
-                return make_float2(0.f, 0.f);
-            const float y = __fmul_rn(s, w.dP[x]);
-            return make_float2(__fmul_rn(y, w.Dm[x]), __fmul_rn(y, w.P[x]));
-        },
-        [&](int e, float2 r) {
-            const int i = e / L, j = e % L;
-            w.dP[i * C + j] = r.x;
-            if (j < i)
-                w.Z[i * C + j] = r.y;
-        });
+    pair_terms(w.dP, w.Z, w.P, w.Dm, C, L, true, [&](float x) { return __fmul_rn(s, x); });
     __syncthreads();
     pair_gates(dG, w.Z, C, L);
     /* (3) dQ = d(QK^T) K + s diag(gamma) dO S^T, with its gamma gate term */
     blk_mm<P>(dq, h.ks, 0, L, K, L, mk(w.dP, C, 1), mk(k, h.qs, 1), false);
     blk_mm<P>(w.dQc, K, 0, L, K, V, mk(dO, h.vs, 1), mk(w.Sst, 1, V), false);
     __syncthreads();
-    ew(
-        L * K,
-        [&](int e) { /* (new dq, its term) */
-            const int i = e / K;
-            const float x = __fmul_rn(__fmul_rn(s, w.gam[i]), w.dQc[e]);
-            return make_float2(__fadd_rn(dq[i * h.ks + e % K], x), x);
-        },
-        [&](int e, float2 r) {
-            dq[e / K * h.ks + e % K] = r.x;
-            w.dQc[e] = r.y;
-        });
+    add_scaled_rows(dq, h.ks, w.dQc, L, K, [&](int i) { return __fmul_rn(s, w.gam[i]); });
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         dG[i] = __fadd_rn(dG[i], row_dot(q + i * h.qs, w.dQc + i * K, K));
@@ -137,17 +155,7 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         w.tmp[i] = expf(__fsub_rn(gl, w.G[i]));
     __syncthreads();
-    ew(
-        L * K,
-        [&](int e) { /* (new dk, its term) */
-            const int i = e / K;
-            const float x = __fmul_rn(w.tmp[i], w.dKc[e]);
-            return make_float2(__fadd_rn(dk[i * h.ks + e % K], x), x);
-        },
-        [&](int e, float2 r) {
-            dk[e / K * h.ks + e % K] = r.x;
-            w.dKc[e] = r.y;
-        });
+    add_scaled_rows(dk, h.ks, w.dKc, L, K, [&](int i) { return w.tmp[i]; });
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         w.tmp[i] = row_dot(k + i * h.qs, w.dKc + i * K, K);
@@ -208,21 +216,7 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     blk_mm<P>(w.dA, C, 0, L, L, L, mk(w.T, 1, C), mk(w.Z, C, 1), false);
     __syncthreads();
     /* (9) A terms: gates, then dGram = dA . D into dA, dKb, dK, dbeta */
-    ew(
-        L * L,
-        [&](int e) { /* (new dA, Z) */
-            const int x = e / L * C + e % L;
-            if (e % L >= e / L)
-                return make_float2(0.f, 0.f);
-            const float y = -w.dA[x];
-            return make_float2(__fmul_rn(y, w.Dm[x]), __fmul_rn(y, w.A[x]));
-        },
-        [&](int e, float2 r) {
-            const int i = e / L, j = e % L;
-            w.dA[i * C + j] = r.x;
-            if (j < i)
-                w.Z[i * C + j] = r.y;
-        });
+    pair_terms(w.dA, w.Z, w.A, w.Dm, C, L, false, [](float x) { return -x; });
     __syncthreads();
     pair_gates(dG, w.Z, C, L);
     blk_mm<P>(w.tK, K, 0, L, K, L, mk(w.dA, C, 1), mk(k, h.qs, 1), false);
