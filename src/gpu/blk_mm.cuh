@@ -53,8 +53,13 @@
  * load, exact).  Panels start at multiples of 64, so every k-step of 8 or
  * 16 sees the same operands in the same order as the direct form, and the
  * IEEE chain runs in the same increasing p: the results are bit for bit
- * the same.  The staged form synchronises the block inside, which is why
- * every thread must call it.
+ * the same.  In bf16 the panels hold the operands already rounded (bf16
+ * pairs, half the shared memory) and each warp computes 16 x 32 of the
+ * block, reusing its A fragment over four mmas (same k-steps, same
+ * operands: the same bits; H200, B=1, T=8192, Hv=32, K=V=128: chunk64.bf16
+ * fwd+bwd 28.3 to 24.0 ms together with the dstates change of
+ * gdn_chunk_pass.cu).  The staged form synchronises the block inside,
+ * which is why every thread must call it.
  */
 
 #include <cstdint>

@@ -21,8 +21,9 @@
  * The products are blk_mm_direct on the staged copies: the same operand
  * values in the same k-steps as before, so the same bits.  A tile that
  * does not fit the block's shared-memory budget (K = 256 with chunks of
- * 128) is read from global memory as before; the host decides per tile
- * (pass_layout).  The column tile is 16 wide: on the H200, 32 columns
+ * 128; Q and W of dstates at K = 128 when the grid is sized for two blocks
+ * per SM, pass_setup) is read from global memory as before; the host
+ * decides per tile (pass_layout).  The column tile is 16 wide: on the H200, 32 columns
  * (one block per SM, half the blocks) made the forward at B=4, T=4096,
  * Hv=16, K=V=128 slower (9.07 against 7.15 ms before staging).
  */
