@@ -225,8 +225,8 @@ __device__ void mm_stage(float *dst, const float *base, int64_t rs, int64_t cs, 
    the same values (round to nearest even either way). */
 constexpr int MM_LDW = MM_T / 2 + 4; /* words; lanes (g, t) at banks 4g + t */
 
-__device__ inline void mm_stage_bf16(uint32_t *dst, const float *base, int64_t rs, int64_t cs, int r0,
-                              int k0, int rows, int cols, int nr, int np)
+__device__ inline void mm_stage_bf16(uint32_t *dst, const float *base, int64_t rs, int64_t cs,
+                                     int r0, int k0, int rows, int cols, int nr, int np)
 {
     const bool along_rows = rs == 1 && cs != 1;
     const int nw = np / 2, total = nr * nw, step = blockDim.x;
@@ -256,8 +256,9 @@ __device__ inline void mm_stage_bf16(uint32_t *dst, const float *base, int64_t r
    computes 16 rows x 32 columns, one A fragment per k-step serving four
    mmas.  Every output element sees the same mma k-steps on the same
    operands as in blk_mm_direct, so the bits are the same. */
-__device__ inline void mm_block_panel_bf16(float *c, int64_t ldc, int i0, int j0, int mt, int nt, int kt,
-                                    bool from_c, const uint32_t *As, const uint32_t *Bs)
+__device__ inline void mm_block_panel_bf16(float *c, int64_t ldc, int i0, int j0, int mt, int nt,
+                                           int kt, bool from_c, const uint32_t *As,
+                                           const uint32_t *Bs)
 {
     constexpr int NB = 4; /* n-subtiles of 8 per warp */
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;

@@ -229,7 +229,8 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
         const int i = e / C, j = e % C;
         return (i < L && j <= i) ? expf(__fsub_rn(w.G[i], w.G[j])) : 0.f;
     });
-    ew_to(w.Kb, L * K, [&](int e) { return __fmul_rn(k[e / K * h.qs + e % K], beta[e / K * h.gs]); });
+    ew_to(w.Kb, L * K,
+          [&](int e) { return __fmul_rn(k[e / K * h.qs + e % K], beta[e / K * h.gs]); });
     __syncthreads();
     blk_mm<P>(w.A, C, 0, L, L, K, mk(w.Kb, K, 1), mk(k, 1, h.qs), false);
     __syncthreads();
@@ -239,10 +240,12 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
     });
     __syncthreads();
     inverse<P>(w.T, w.A, C, w.inv, w.inv_scr); /* ends synchronised */
-    if (P == RA_GPU_PREC_BF16) /* st() is the identity otherwise */
+    /* st() is the identity but in bf16 */
+    if (P == RA_GPU_PREC_BF16)
         ew_to(w.T, L * C, [&](int e) { return e % C <= e / C ? st<P>(w.T[e]) : w.T[e]; });
     ew_to(w.Y, L * K, [&](int e) { return __fmul_rn(w.Kb[e], w.gam[e / K]); });
-    ew_to(w.X, L * V, [&](int e) { return __fmul_rn(v[e / V * h.vs + e % V], beta[e / V * h.gs]); });
+    ew_to(w.X, L * V,
+          [&](int e) { return __fmul_rn(v[e / V * h.vs + e % V], beta[e / V * h.gs]); });
     __syncthreads();
     blk_mm<P>(w.W, K, 0, L, K, L, mk(w.T, C, 1), mk(w.Y, K, 1), false);
     blk_mm<P>(w.U, V, 0, L, V, L, mk(w.T, C, 1), mk(w.X, V, 1), false);

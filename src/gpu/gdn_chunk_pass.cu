@@ -213,7 +213,8 @@ __global__ void __launch_bounds__(PASS_THREADS)
         const float gl = w.G[L - 1], gC = expf(gl);
         ew(
             L * nv,
-            [&](int e) { /* (V', its decayed copy) */
+            /* (V', its decayed copy) */
+            [&](int e) {
                 const int i = e / nv, j = e % nv;
                 const float vp = __fsub_rn(w.U[i * V + j0 + j], Vp[i * ldc + j]);
                 return make_float2(vp, __fmul_rn(vp, expf(__fsub_rn(gl, w.G[i]))));
@@ -303,7 +304,8 @@ __global__ void __launch_bounds__(PASS_THREADS)
         const float gl = w.G[L - 1], gC = expf(gl);
         ew(
             L * nv,
-            [&](int e) { /* (dV', gamma dO) */
+            /* (dV', gamma dO) */
+            [&](int e) {
                 const int i = e / nv, x = i * ldc + e % nv;
                 return make_float2(fmaf(expf(__fsub_rn(gl, w.G[i])), tV[x], __fmul_rn(s, dVp[x])),
                                    __fmul_rn(w.gam[i], dOs[x]));
