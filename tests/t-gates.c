@@ -16,13 +16,13 @@
 
 /*
  * Expected selections are worked out by hand from the rule in gates.h
- * (most specific row per metric: glob literal characters, then exact
- * tensor, then exact dtype), with the literal counts written beside each
- * row.  Expected refusals name the file and line of the bad row; line
- * numbers are counted by hand in the literal texts.  The shipped tables
- * are checked against lists written from the documentation (the CPU
- * variant names of the documented naming scheme, the gdn tensors of
- * docs/gdn.md, the seven regimes), not against the code.
+ * (per metric the most specific class row: exact tensor, then exact
+ * dtype; the strictest matching refinement replaces it, equally strict
+ * ones told apart by glob literal characters, then tensor, then dtype),
+ * with the literal counts written beside each row.  Expected refusals name the file and line of the
+ * bad row; line numbers are counted by hand in the literal texts.  The shipped tables are checked
+ * against lists written from the documentation (the CPU variant names of the documented naming
+ * scheme, the gdn tensors of docs/gdn.md, the seven regimes), not against the code.
  */
 
 #define HDR "op\tclass\trefine\tdtype\ttensor\tmetric\tthreshold\twhy\n"
@@ -109,6 +109,26 @@ START_TEST(regress_refine_never_loosens)
     ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.orphan", "f32", "o"),
                      RA_EFORMAT);
     tu_has(ra_last_error(), "loose.tsv line 7", "no class gate");
+    /* A loose refinement is refused even where a stricter one matches too
+       (the stricter would be the gate): gdn.cpu.x matches lines 3 and 4. */
+    ra_gates_clear(&g);
+    ra_gates_init(&g);
+    ck_assert_int_eq(ra_gates_parse(&g,
+                                    HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3\tclass\n"         /* 2 */
+                                        "gdn\tf32\tgdn.cpu.*\t*\t*\trel_rms\t2e-3\tloose\n" /* 3 */
+                                        "gdn\tf32\tgdn.*.x\t*\t*\trel_rms\t5e-4\tstrict\n", /* 4 */
+                                    "both.tsv"),
+                     RA_OK);
+    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.x", "f32", "o"),
+                     RA_EFORMAT);
+    tu_has(ra_last_error(), "both.tsv line 3", "loosen", "line 2");
+    ra_gates_clear(&g);
+    ck_assert_int_eq(ra_gates_parse(&g,
+                                    HDR "gdn\tf32\t*\t*\t*\trel_rms\t1e-3\tclass\n"
+                                        "gdn\tf32\t*\t*\t*\tcos\t0.999\tcos\n"
+                                        "gdn\tf32\tgdn.eq.*\t*\t*\trel_rms\t1e-3\teq\n",
+                                    "loose2.tsv"),
+                     RA_OK);
     /* Equal is allowed; a name no refinement matches gets the class rows. */
     select_ok(&g, "f32", "gdn.eq.x", "f32", "o", 2, "eqcos");
     select_ok(&g, "f32", "gdn.other", "f32", "o", 2, "classcos");
@@ -116,35 +136,41 @@ START_TEST(regress_refine_never_loosens)
 }
 END_TEST
 
-START_TEST(special_tie)
+/* Several matching refinements: the strictest applies, whatever the
+   order of the rows and the lengths of their keys (each only tightens, so
+   the strictest is what all of them ask for).  Only equally strict ones
+   are told apart by specificity, which then names the gate. */
+START_TEST(special_strictest)
 {
-    /* Refinements "gdn.cpu.*" and "gdn.*.f32" both have 8 literal characters. */
     ra_gates g;
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_parse(&g,
                                     HDR "gdn\tf32\t*\t*\t*\trel_rms\t1\tc\n"
-                                        "gdn\tf32\tgdn.cpu.*\t*\t*\trel_rms\t1e-4\tx\n"
-                                        "gdn\tf32\tgdn.*.f32\t*\t*\trel_rms\t2e-4\ty\n",
-                                    "tie.tsv"),
+                                        "gdn\tf32\tgdn.cpu.*\t*\t*\trel_rms\t2e-4\tx\n"
+                                        "gdn\tf32\tgdn.*.f32\t*\t*\trel_rms\t1e-4\ty\n"
+                                        "gdn\tf32\tgdn.cpu.f32\t*\t*\trel_rms\t3e-4\tz\n"
+                                        "gdn\tf32\t*\t*\t*\tcos\t0.99\tcc\n"
+                                        "gdn\tf32\tgdn.cpu.f32\t*\t*\tcos\t0.999\tlong\n"
+                                        "gdn\tf32\tgdn.*\t*\t*\tcos\t0.9999\tshort\n",
+                                    "strict.tsv"),
                      RA_OK);
     const ra_gate *sel[RA_GATES_MAX_METRICS];
     size_t n;
-    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.f32", "f32", "o"),
-                     RA_EFORMAT);
-    tu_has(ra_last_error(), "tie.tsv", "lines 3 and 4", "rel_rms");
-    /* Only one of them matches gdn.cpu.f64: no tie. */
-    ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.f64", "f32", "o"), RA_OK);
-    ck_assert_uint_eq(n, 1);
-    ck_assert_str_eq(sel[0]->why, "x");
+    /* rel_rms: y (1e-4, 8 literals) over x (2e-4, 8) and z (3e-4, 11, the
+       most specific); cos (higher is better): short (0.9999, 4) over long. */
+    select_ok(&g, "f32", "gdn.cpu.f32", "f32", "o", 2, "yshort");
+    select_ok(&g, "f32", "gdn.cpu.f64", "f32", "o", 2, "xshort"); /* only x of the three */
+    select_ok(&g, "f32", "gdn.ref.f32", "f32", "o", 2, "yshort");
     ra_gates_clear(&g);
 
-    /* A bracket expression counts as one literal: "gdn.[c]pu*" has 7
-       (g d n . [c] p u) and loses to "gdn.cpu.*" (8). */
+    /* Equally strict: the most specific names the gate.  A bracket
+       expression counts as one literal: "gdn.[c]pu*" has 7 (g d n . [c] p
+       u) and loses to "gdn.cpu.*" (8). */
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_parse(&g,
                                     HDR "gdn\tf32\t*\t*\t*\trel_rms\t9\tc\n"
                                         "gdn\tf32\tgdn.[c]pu*\t*\t*\trel_rms\t1\tbracket\n"
-                                        "gdn\tf32\tgdn.cpu.*\t*\t*\trel_rms\t2\tplain\n",
+                                        "gdn\tf32\tgdn.cpu.*\t*\t*\trel_rms\t1\tplain\n",
                                     "br.tsv"),
                      RA_OK);
     ck_assert_int_eq(g.rows[1].glob_literal, 8 - 1);
@@ -154,16 +180,18 @@ START_TEST(special_tie)
     ra_gates_clear(&g);
 
     /* '?' counts nothing: "gdn.cpu.f??" has 9 literals (g d n . c p u . f)
-       and loses to "gdn.cpu.f3*" (10); counted as literals, the ?s would
-       make it 11 and win.  Against "gdn.cpu.*" (8) it wins. */
+       and loses to "gdn.cpu.f3*" (10) at equal thresholds; counted as
+       literals, the ?s would make it 11 and win.  Against "gdn.cpu.*" (8)
+       it wins.  Equal thresholds and equal specificity: the earlier line. */
     ra_gates_init(&g);
     ck_assert_int_eq(ra_gates_parse(&g,
                                     HDR "gdn\tf32\t*\t*\t*\trel_rms\t9\tc1\n"
                                         "gdn\tf32\t*\t*\t*\tmax_rel\t9\tc2\n"
-                                        "gdn\tf32\tgdn.cpu.f??\t*\t*\trel_rms\t1\tqq\n"
+                                        "gdn\tf32\tgdn.cpu.f??\t*\t*\trel_rms\t2\tqq\n"
                                         "gdn\tf32\tgdn.cpu.f3*\t*\t*\trel_rms\t2\tf3\n"
                                         "gdn\tf32\tgdn.cpu.*\t*\t*\tmax_rel\t3\tcpu\n"
-                                        "gdn\tf32\tgdn.cpu.f??\t*\t*\tmax_rel\t4\tqq2\n",
+                                        "gdn\tf32\tgdn.cpu.f??\t*\t*\tmax_rel\t3\tqq2\n"
+                                        "gdn\tf32\tgdn.*.f32\t*\t*\tmax_rel\t3\tlate\n",
                                     "q.tsv"),
                      RA_OK);
     ck_assert_int_eq(g.rows[2].glob_literal, 9);
@@ -174,6 +202,20 @@ START_TEST(special_tie)
     /* gdn.cpu.f64 matches only the ?? row for rel_rms */
     ck_assert_int_eq(ra_gates_select(sel, &n, &g, "gdn", "f32", "gdn.cpu.f64", "f32", "o"), RA_OK);
     ck_assert_str_eq(sel[1]->why, "qq");
+    /* gdn.x.f32: "gdn.*.f32" only (max_rel), the class row for rel_rms */
+    select_ok(&g, "f32", "gdn.x.f32", "f32", "o", 2, "latec1");
+    ra_gates_clear(&g);
+
+    /* cpu (8) and late (8) tie in specificity at max_rel 3 for gdn.cpu.f32
+       without qq2: the earlier line names the gate. */
+    ra_gates_init(&g);
+    ck_assert_int_eq(ra_gates_parse(&g,
+                                    HDR "gdn\tf32\t*\t*\t*\tmax_rel\t9\tc\n"
+                                        "gdn\tf32\tgdn.cpu.*\t*\t*\tmax_rel\t3\tfirst\n"
+                                        "gdn\tf32\tgdn.*.f32\t*\t*\tmax_rel\t3\tsecond\n",
+                                    "eq.tsv"),
+                     RA_OK);
+    select_ok(&g, "f32", "gdn.cpu.f32", "f32", "o", 1, "first");
     ra_gates_clear(&g);
 }
 END_TEST
@@ -584,9 +626,9 @@ START_TEST(data_shipped_glr_rows)
         if (strcmp(s.rows[i].spec.op, "glr") != 0)
             continue;
         long long B, T, H, S, D;
-        ck_assert_int_eq(sscanf(s.rows[i].spec.shape, "B=%lld,T=%lld,H=%lld,S=%lld,D=%lld", &B,
-                                &T, &H, &S, &D),
-                         5);
+        ck_assert_int_eq(
+            sscanf(s.rows[i].spec.shape, "B=%lld,T=%lld,H=%lld,S=%lld,D=%lld", &B, &T, &H, &S, &D),
+            5);
         for (int r = 0; r < 3; r++)
             seen[r] |= strcmp(s.rows[i].spec.regime, regimes[r]) == 0;
         linear |= s.rows[i].spec.flags != 0; /* glr's one flag: linear */
@@ -630,8 +672,8 @@ START_TEST(data_shipped_suites)
         long long B, T, Hk, Hv, K, V;
         if (strcmp(s.rows[i].spec.op, "gdn") != 0) /* the scan rows: tests/t-cpu-scan.c */
             continue;
-        ck_assert_int_eq(sscanf(s.rows[i].spec.shape, "B=%lld,T=%lld,Hk=%lld,Hv=%lld,K=%lld,V=%lld", &B,
-                                &T, &Hk, &Hv, &K, &V),
+        ck_assert_int_eq(sscanf(s.rows[i].spec.shape, "B=%lld,T=%lld,Hk=%lld,Hv=%lld,K=%lld,V=%lld",
+                                &B, &T, &Hk, &Hv, &K, &V),
                          6);
         gqa |= Hv > Hk && s.rows[i].spec.bwd;
         tail &= T % 64 != 0;
@@ -654,7 +696,8 @@ START_TEST(data_shipped_suites)
     for (size_t i = 0; i < s.n; i++) {
         t4096 |= strcmp(s.rows[i].spec.shape, "B=1,T=4096,Hk=16,Hv=32,K=128,V=128") == 0;
         t32768 |= strcmp(s.rows[i].spec.shape, "B=1,T=32768,Hk=16,Hv=32,K=128,V=128") == 0;
-        nki |= strstr(s.rows[i].spec.shape, "T=2304,") && strstr(s.rows[i].spec.shape, "K=128,V=128");
+        nki |=
+            strstr(s.rows[i].spec.shape, "T=2304,") && strstr(s.rows[i].spec.shape, "K=128,V=128");
         sana |= strcmp(s.rows[i].spec.op, "bigdn") == 0 &&
                 strcmp(s.rows[i].spec.shape, "B=1,F=11,S=920,H=20,D=112") == 0;
     }
@@ -672,12 +715,12 @@ END_TEST
 static Suite *gates_suite(void)
 {
     Suite *s = suite_create("gates");
-    tu_tcase(s, "special", tu_capture, NULL, special_selection, special_tie,
+    tu_tcase(s, "special", tu_capture, NULL, special_selection, special_strictest,
              special_regime_refinement, special_pass, special_suite_parse, special_suite_params);
     tu_tcase(s, "regress", tu_capture, NULL, regress_refine_never_loosens, regress_old_layout);
     tu_tcase(s, "data", tu_capture, NULL, data_refusals, data_crlf, data_shipped_gates,
-             data_shipped_scan_refinement, data_shipped_raw_keys_big_beta, data_suite_refusals, data_shipped_suites,
-             data_shipped_glr_rows);
+             data_shipped_scan_refinement, data_shipped_raw_keys_big_beta, data_suite_refusals,
+             data_shipped_suites, data_shipped_glr_rows);
     return s;
 }
 

@@ -16,11 +16,14 @@
  * Rule (documented in gates.h and in the file's header): the variant's
  * declared precision class picks the gates, never its name.  Per metric,
  * the most specific CLASS row (refine `*`) of the variant's class is the
- * gate; a matching REFINEMENT row (refine a glob over the variant name)
- * may replace it only with a threshold at least as strict, so a name can
- * tighten its class's gate but never loosen it.  Among class rows an exact
- * tensor beats `*`, then an exact dtype beats `*`; among refinement rows
- * the glob's count of literal characters comes first.  Ties are errors.
+ * gate; the STRICTEST matching REFINEMENT row (refine a glob over the
+ * variant name, optionally keyed by the regime) replaces it, and each must
+ * be at least as strict as the class gate, so a name can tighten its
+ * class's gate but never loosen it.  Among class rows an exact tensor
+ * beats `*`, then an exact dtype beats `*`, and ties are errors.  Among
+ * refinements the threshold decides, not the key's specificity: every
+ * refinement only tightens, so the strictest of them is what all of them
+ * ask for, whatever order or key lengths the file gives them.
  */
 
 static const char *const gate_cols[] = {"op",     "class",  "refine",    "dtype",
@@ -229,13 +232,23 @@ static int specificity_cmp(const ra_gate *a, const ra_gate *b)
     return da - db;
 }
 
-/* The most specific row of one kind (refines 0: class rows, 1:
-   refinements) gating metric m; *best NULL when none matches. */
-static ra_status pick(const ra_gate **best, const ra_gates *g, int refines, const char *m,
-                      const char *op, const char *pclass, const char *variant, const char *regime,
-                      const char *dtype, const char *tensor)
+/* 1 if a's threshold is stricter than b's. */
+static int stricter(const ra_gate *a, const ra_gate *b)
 {
-    *best = NULL;
+    return ra_metric_higher_is_better(a->metric) ? a->threshold > b->threshold
+                                                 : a->threshold < b->threshold;
+}
+
+/* The row of one kind gating metric m: among class rows (refines 0) the
+   most specific, a tie an error; among refinements (refines 1) the
+   strictest, the most specific of equally strict ones (then the earlier
+   line) naming the gate, and *loosest the least strict (checked against
+   the class gate).  *best NULL when none matches. */
+static ra_status pick(const ra_gate **best, const ra_gate **loosest, const ra_gates *g, int refines,
+                      const char *m, const char *op, const char *pclass, const char *variant,
+                      const char *regime, const char *dtype, const char *tensor)
+{
+    *best = *loosest = NULL;
     for (size_t i = 0; i < g->n; i++) {
         const ra_gate *r = &g->rows[i];
         if (r->refines != refines || strcmp(r->metric, m) || strcmp(r->op, op) ||
@@ -250,7 +263,14 @@ static ra_status pick(const ra_gate **best, const ra_gates *g, int refines, cons
         if (strcmp(r->tensor, "*") && strcmp(r->tensor, tensor))
             continue;
         if (!*best) {
-            *best = r;
+            *best = *loosest = r;
+            continue;
+        }
+        if (refines) {
+            if (stricter(*loosest, r))
+                *loosest = r;
+            if (stricter(r, *best) || (!stricter(*best, r) && specificity_cmp(r, *best) > 0))
+                *best = r;
             continue;
         }
         int c = specificity_cmp(r, *best);
@@ -281,22 +301,22 @@ ra_status ra_gates_select_case(const ra_gate **out, size_t *n, const ra_gates *g
     if (!pclass)
         return RA_OK;
     for (const char *const *m = ra_metric_names(); *m; m++) {
-        const ra_gate *cls, *ref;
-        RA_TRY(pick(&cls, g, 0, *m, op, pclass, variant, regime, dtype, tensor));
-        RA_TRY(pick(&ref, g, 1, *m, op, pclass, variant, regime, dtype, tensor));
+        const ra_gate *cls, *ref, *unused, *loose;
+        RA_TRY(pick(&cls, &unused, g, 0, *m, op, pclass, variant, regime, dtype, tensor));
+        RA_TRY(pick(&ref, &loose, g, 1, *m, op, pclass, variant, regime, dtype, tensor));
         if (ref && !cls)
             RA_ERRORF(RA_EFORMAT,
                       "%s line %d: refinement '%s' of %s for '%s' (class %s, dtype %s) has no "
                       "class gate to tighten; add the class row",
                       g->path ? g->path : "gates", ref->line, ref->refine, *m, tensor, pclass,
                       dtype);
-        /* A refinement never loosens: equal thresholds are allowed. */
-        if (ref && !ra_gate_pass(cls, ref->threshold))
+        /* No matching refinement loosens: equal thresholds are allowed. */
+        if (loose && !ra_gate_pass(cls, loose->threshold))
             RA_ERRORF(RA_EFORMAT,
                       "%s line %d: refinement '%s' would loosen the class %s gate of line %d "
                       "(%s of '%s': %g against %g); a name may only tighten its class's gate",
-                      g->path ? g->path : "gates", ref->line, ref->refine, pclass, cls->line, *m,
-                      tensor, ref->threshold, cls->threshold);
+                      g->path ? g->path : "gates", loose->line, loose->refine, pclass, cls->line,
+                      *m, tensor, loose->threshold, cls->threshold);
         const ra_gate *best = ref ? ref : cls;
         if (best) {
             if (*n >= RA_GATES_MAX_METRICS)

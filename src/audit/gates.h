@@ -27,14 +27,17 @@
  * For a result tensor each metric is gated by exactly one row: the most
  * specific class row of that op and class whose dtype and tensor match
  * (equal or `*`; an exact tensor beats `*`, then an exact dtype beats
- * `*`).  A refinement row of the same op and class whose glob matches the
- * variant name (fnmatch) replaces it only if its threshold is at least as
- * strict; among refinements, the most literal characters of the glob win
- * first (a bracket expression counts one), then tensor, then dtype.  A
- * matching refinement that is looser than the class gate, or has no class
- * gate to tighten, is an error naming the lines: a name can tighten its
- * class's gates, never loosen or create them.  Two matching rows of one
- * kind that tie are an error naming both lines.  Rows with the same op,
+ * `*`); two class rows that tie are an error naming both lines.  The
+ * refinement rows of the same op and class whose glob matches the variant
+ * name (fnmatch; and the regime, for keyed ones) and whose dtype and
+ * tensor match may each only tighten it, and the STRICTEST of them
+ * replaces it, whatever their order in the file or the lengths of their
+ * keys (among equally strict ones the most specific names the gate: most
+ * literal characters of the glob, a bracket expression counting one, then
+ * tensor, then dtype).  A matching refinement that is looser than the
+ * class gate, or has no class gate to tighten, is an error naming the
+ * lines: a name can tighten its class's gates, never loosen or create
+ * them.  Rows with the same op,
  * class, refine, dtype, tensor and metric are refused when the file is
  * read.
  *
