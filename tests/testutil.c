@@ -367,23 +367,9 @@ int tu_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-ra_case_spec tu_gdn_spec(const char *shape, uint64_t seed, unsigned flags, int bwd)
-{
-    ra_case_spec id;
-    ra_case_spec_init(&id);
-    snprintf(id.op, sizeof id.op, "gdn");
-    snprintf(id.shape, sizeof id.shape, "%s", shape);
-    snprintf(id.regime, sizeof id.regime, "default");
-    snprintf(id.dtype, sizeof id.dtype, "f32");
-    id.has_seed = 1;
-    id.seed = seed;
-    id.flags = flags;
-    id.bwd = bwd;
-    return id;
-}
-
-ra_case_spec tu_spec(const char *op, const char *shape, const char *regime, const char *dtype,
-                     uint64_t seed)
+/* An unchecked fwd+bwd spec of op (shape, regime, dtype, seed). */
+static ra_case_spec spec_fill(const char *op, const char *shape, const char *regime,
+                              const char *dtype, uint64_t seed)
 {
     ra_case_spec s;
     ra_case_spec_init(&s);
@@ -394,6 +380,21 @@ ra_case_spec tu_spec(const char *op, const char *shape, const char *regime, cons
     s.seed = seed;
     s.has_seed = 1;
     s.bwd = 1;
+    return s;
+}
+
+ra_case_spec tu_gdn_spec(const char *shape, uint64_t seed, unsigned flags, int bwd)
+{
+    ra_case_spec id = spec_fill("gdn", shape, "default", "f32", seed);
+    id.flags = flags;
+    id.bwd = bwd;
+    return id;
+}
+
+ra_case_spec tu_spec(const char *op, const char *shape, const char *regime, const char *dtype,
+                     uint64_t seed)
+{
+    ra_case_spec s = spec_fill(op, shape, regime, dtype, seed);
     ck_assert_msg(ra_case_spec_check(&s, "spec") == RA_OK, "%s", ra_last_error());
     return s;
 }

@@ -120,12 +120,12 @@ int tu_count_entries(const char *dir);
    seed, RA_GDN_FLAG_* flags, gradients when bwd (not checked). */
 ra_case_spec tu_gdn_spec(const char *shape, uint64_t seed, unsigned flags, int bwd);
 
-/* A generated case of any operation with its cotangents (the spec checked
-   first, as the command line would). */
 /* A checked spec of a fwd+bwd case (op, shape, regime, dtype, seed), for
    tests that adjust it (flags, parameters) before generating. */
 ra_case_spec tu_spec(const char *op, const char *shape, const char *regime, const char *dtype,
                      uint64_t seed);
+/* A generated case of any operation with its cotangents (the spec checked
+   first, as the command line would). */
 void tu_generate(ra_case *c, const char *op, const char *shape, const char *regime,
                  const char *dtype, uint64_t seed);
 

@@ -20,7 +20,7 @@
  * variant name, optionally keyed by the regime) replaces it, and each must
  * be at least as strict as the class gate, so a name can tighten its
  * class's gate but never loosen it.  Among class rows an exact tensor
- * beats `*`, then an exact dtype beats `*`, and ties are errors.  Among
+ * beats `*`, then an exact dtype beats `*` (no two can tie).  Among
  * refinements the threshold decides, not the key's specificity: every
  * refinement only tightens, so the strictest of them is what all of them
  * ask for, whatever order or key lengths the file gives them.
@@ -240,13 +240,15 @@ static int stricter(const ra_gate *a, const ra_gate *b)
 }
 
 /* The row of one kind gating metric m: among class rows (refines 0) the
-   most specific, a tie an error; among refinements (refines 1) the
+   most specific (two of equal specificity that both match would repeat
+   each other's op, class, dtype, tensor and metric, which add_row
+   refuses, so there is no tie); among refinements (refines 1) the
    strictest, the most specific of equally strict ones (then the earlier
    line) naming the gate, and *loosest the least strict (checked against
    the class gate).  *best NULL when none matches. */
-static ra_status pick(const ra_gate **best, const ra_gate **loosest, const ra_gates *g, int refines,
-                      const char *m, const char *op, const char *pclass, const char *variant,
-                      const char *regime, const char *dtype, const char *tensor)
+static void pick(const ra_gate **best, const ra_gate **loosest, const ra_gates *g, int refines,
+                 const char *m, const char *op, const char *pclass, const char *variant,
+                 const char *regime, const char *dtype, const char *tensor)
 {
     *best = *loosest = NULL;
     for (size_t i = 0; i < g->n; i++) {
@@ -264,26 +266,16 @@ static ra_status pick(const ra_gate **best, const ra_gate **loosest, const ra_ga
             continue;
         if (!*best) {
             *best = *loosest = r;
-            continue;
-        }
-        if (refines) {
+        } else if (!refines) {
+            if (specificity_cmp(r, *best) > 0)
+                *best = r;
+        } else {
             if (stricter(*loosest, r))
                 *loosest = r;
             if (stricter(r, *best) || (!stricter(*best, r) && specificity_cmp(r, *best) > 0))
                 *best = r;
-            continue;
         }
-        int c = specificity_cmp(r, *best);
-        if (c == 0)
-            RA_ERRORF(RA_EFORMAT,
-                      "%s: lines %d and %d both gate %s of '%s' (class %s, variant %s, dtype %s) "
-                      "with equal specificity; make one of them more specific",
-                      g->path ? g->path : "gates", (*best)->line, r->line, m, tensor, pclass,
-                      variant ? variant : "-", dtype);
-        if (c > 0)
-            *best = r;
     }
-    return RA_OK;
 }
 
 ra_status ra_gates_select(const ra_gate **out, size_t *n, const ra_gates *g, const char *op,
@@ -302,8 +294,8 @@ ra_status ra_gates_select_case(const ra_gate **out, size_t *n, const ra_gates *g
         return RA_OK;
     for (const char *const *m = ra_metric_names(); *m; m++) {
         const ra_gate *cls, *ref, *unused, *loose;
-        RA_TRY(pick(&cls, &unused, g, 0, *m, op, pclass, variant, regime, dtype, tensor));
-        RA_TRY(pick(&ref, &loose, g, 1, *m, op, pclass, variant, regime, dtype, tensor));
+        pick(&cls, &unused, g, 0, *m, op, pclass, variant, regime, dtype, tensor);
+        pick(&ref, &loose, g, 1, *m, op, pclass, variant, regime, dtype, tensor);
         if (ref && !cls)
             RA_ERRORF(RA_EFORMAT,
                       "%s line %d: refinement '%s' of %s for '%s' (class %s, dtype %s) has no "

@@ -27,7 +27,8 @@
  * For a result tensor each metric is gated by exactly one row: the most
  * specific class row of that op and class whose dtype and tensor match
  * (equal or `*`; an exact tensor beats `*`, then an exact dtype beats
- * `*`); two class rows that tie are an error naming both lines.  The
+ * `*`; two rows of equal specificity would repeat each other, which is
+ * refused when the file is read).  The
  * refinement rows of the same op and class whose glob matches the variant
  * name (fnmatch; and the regime, for keyed ones) and whose dtype and
  * tensor match may each only tighten it, and the STRICTEST of them
