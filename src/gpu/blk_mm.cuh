@@ -58,8 +58,13 @@
  * block, reusing its A fragment over four mmas (same k-steps, same
  * operands: the same bits; H200, B=1, T=8192, Hv=32, K=V=128: chunk64.bf16
  * fwd+bwd 28.3 to 24.0 ms together with the dstates change of
- * gdn_chunk_pass.cu).  The staged form synchronises the block inside,
- * which is why every thread must call it.
+ * gdn_chunk_pass.cu).  Panels are staged whole (zeros past the operand),
+ * so their index arithmetic is shifts, and A's panel once for all column
+ * blocks when the contraction is one panel.  The staged form synchronises
+ * the block inside, which is why every thread must call it.  A third
+ * form, mm_cols16, serves the sequential passes' in-range 16-column
+ * products without bounds tests.  All three build their fragments in
+ * mma_tile.
  */
 
 #include <cstdint>
@@ -85,6 +90,62 @@ __device__ __forceinline__ float ld(const float *base, const mat &x, int i, int 
                                     int cols)
 {
     return (i < rows && p < cols) ? base[i * x.rs + p * x.cs] : 0.f;
+}
+
+/* One k-step of 8 of a 16x8 tile in tf32 or 3xtf32 (x: A's fragment, y:
+   B's; d the running sum). */
+template <int P>
+__device__ __forceinline__ void mma_kstep_f32(float (&d)[4], const float (&x)[4],
+                                              const float (&y)[2])
+{
+    if constexpr (P == RA_GPU_PREC_TF32) {
+        const uint32_t fa[4] = {tf32_rna(x[0]), tf32_rna(x[1]), tf32_rna(x[2]), tf32_rna(x[3])};
+        const uint32_t fb[2] = {tf32_rna(y[0]), tf32_rna(y[1])};
+        mma_tf32(d, fa, fb);
+    } else {
+        uint32_t ba[4], sa[4], bb[2], sb[2];
+        for (int r = 0; r < 4; r++)
+            tf32_split(x[r], ba[r], sa[r]);
+        for (int r = 0; r < 2; r++)
+            tf32_split(y[r], bb[r], sb[r]);
+        /* The k-step's partial sum from zero in the tensor core (small
+           terms first, as the CPU twin), then one RN add into the running
+           sum: see the header comment. */
+        float e[4] = {0.f, 0.f, 0.f, 0.f};
+        mma_tf32(e, sa, bb);
+        mma_tf32(e, ba, sb);
+        mma_tf32(e, ba, bb);
+        for (int r = 0; r < 4; r++)
+            d[r] = __fadd_rn(d[r], e[r]);
+    }
+}
+
+/* Every k-step of one 16x8 output tile (tensor-core precisions): la(h, p)
+   is A(r0 + 8h, p) for the lane's rows r0 = i0 + g, r0 + 8, lb(p) is
+   B(p, j0 + g), both zero outside the product; d carries the sum.  The
+   one place that forms fragments, so every form of the product (direct,
+   staged, the passes' full tiles) feeds the same operands to the same
+   k-steps. */
+template <int P, typename LA, typename LB>
+__device__ __forceinline__ void mma_tile(float (&d)[4], int kc, LA la, LB lb)
+{
+    const int t = threadIdx.x & 3;
+    if constexpr (P == RA_GPU_PREC_BF16) {
+        for (int k0 = 0; k0 < kc; k0 += 16) {
+            const int ka = k0 + 2 * t, kb = ka + 8;
+            const uint32_t fa[4] = {
+                bf16x2_rn(la(0, ka), la(0, ka + 1)), bf16x2_rn(la(1, ka), la(1, ka + 1)),
+                bf16x2_rn(la(0, kb), la(0, kb + 1)), bf16x2_rn(la(1, kb), la(1, kb + 1))};
+            const uint32_t fb[2] = {bf16x2_rn(lb(ka), lb(ka + 1)), bf16x2_rn(lb(kb), lb(kb + 1))};
+            mma_bf16(d, fa, fb);
+        }
+    } else {
+        for (int k0 = 0; k0 < kc; k0 += 8) {
+            const float x[4] = {la(0, k0 + t), la(1, k0 + t), la(0, k0 + t + 4), la(1, k0 + t + 4)};
+            const float y[2] = {lb(k0 + t), lb(k0 + t + 4)};
+            mma_kstep_f32<P>(d, x, y);
+        }
+    }
 }
 
 /* The product with operands read straight from memory (any batch). */
@@ -119,52 +180,12 @@ __device__ void blk_mm_direct(float *c, int64_t ldc, int64_t cbs, int m, int n, 
             d[2] = (r1 < m && c0 < n) ? cb[r1 * ldc + c0] : 0.f;
             d[3] = (r1 < m && c1 < n) ? cb[r1 * ldc + c1] : 0.f;
         }
-        const int col = j0 + g; /* B fragment column */
-        if (P == RA_GPU_PREC_BF16) {
-            for (int k0 = 0; k0 < kc; k0 += 16) {
-                const int ka = k0 + 2 * t, kb = ka + 8;
-                uint32_t fa[4], fb[2];
-                fa[0] = bf16x2_rn(ld(ab, a, r0, ka, m, kc), ld(ab, a, r0, ka + 1, m, kc));
-                fa[1] = bf16x2_rn(ld(ab, a, r1, ka, m, kc), ld(ab, a, r1, ka + 1, m, kc));
-                fa[2] = bf16x2_rn(ld(ab, a, r0, kb, m, kc), ld(ab, a, r0, kb + 1, m, kc));
-                fa[3] = bf16x2_rn(ld(ab, a, r1, kb, m, kc), ld(ab, a, r1, kb + 1, m, kc));
-                /* B(p, j) = bb[p*rs + j*cs]: the view with rows p, columns j. */
-                const mat bt = mk(nullptr, b.cs, b.rs);
-                fb[0] = bf16x2_rn(ld(bb, bt, col, ka, n, kc), ld(bb, bt, col, ka + 1, n, kc));
-                fb[1] = bf16x2_rn(ld(bb, bt, col, kb, n, kc), ld(bb, bt, col, kb + 1, n, kc));
-                mma_bf16(d, fa, fb);
-            }
-        } else {
-            const mat bt = mk(nullptr, b.cs, b.rs);
-            for (int k0 = 0; k0 < kc; k0 += 8) {
-                const float x[4] = {ld(ab, a, r0, k0 + t, m, kc), ld(ab, a, r1, k0 + t, m, kc),
-                                    ld(ab, a, r0, k0 + t + 4, m, kc),
-                                    ld(ab, a, r1, k0 + t + 4, m, kc)};
-                const float y[2] = {ld(bb, bt, col, k0 + t, n, kc),
-                                    ld(bb, bt, col, k0 + t + 4, n, kc)};
-                if (P == RA_GPU_PREC_TF32) {
-                    const uint32_t fa[4] = {tf32_rna(x[0]), tf32_rna(x[1]), tf32_rna(x[2]),
-                                            tf32_rna(x[3])};
-                    const uint32_t fb[2] = {tf32_rna(y[0]), tf32_rna(y[1])};
-                    mma_tf32(d, fa, fb);
-                } else {
-                    uint32_t ba[4], sa[4], bb2[2], sb[2];
-                    for (int r = 0; r < 4; r++)
-                        tf32_split(x[r], ba[r], sa[r]);
-                    for (int r = 0; r < 2; r++)
-                        tf32_split(y[r], bb2[r], sb[r]);
-                    /* The k-step's partial sum from zero in the tensor core
-                       (small terms first, as the CPU twin), then one RN add
-                       into the running sum: see the header comment. */
-                    float e[4] = {0.f, 0.f, 0.f, 0.f};
-                    mma_tf32(e, sa, bb2);
-                    mma_tf32(e, ba, sb);
-                    mma_tf32(e, ba, bb2);
-                    for (int r = 0; r < 4; r++)
-                        d[r] = __fadd_rn(d[r], e[r]);
-                }
-            }
-        }
+        /* B(p, j) = bb[p*rs + j*cs]: the view with rows j, columns p */
+        const mat bt = mk(nullptr, b.cs, b.rs);
+        const int col = j0 + g;
+        mma_tile<P>(
+            d, kc, [&](int h, int p) { return ld(ab, a, h ? r1 : r0, p, m, kc); },
+            [&](int p) { return ld(bb, bt, col, p, n, kc); });
         if (r0 < m && c0 < n)
             cb[r0 * ldc + c0] = d[0];
         if (r0 < m && c1 < n)
@@ -173,6 +194,45 @@ __device__ void blk_mm_direct(float *c, int64_t ldc, int64_t cbs, int m, int n, 
             cb[r1 * ldc + c0] = d[2];
         if (r1 < m && c1 < n)
             cb[r1 * ldc + c1] = d[3];
+    }
+}
+
+/* C (m x 16, row stride ldc) = (acc ? C : 0) + A B for a product whose
+   every index is in range: m and kc multiples of 16, A(i, p) at
+   a[i * lda + p] (a[p * lda + i] when TA), B(p, j) at b[p * ldb + j].
+   No bounds tests and 32-bit offsets: the fragments are plain loads, the
+   same operands in the same k-steps as blk_mm_direct, so the same bits.
+   The sequential passes run their full chunks with it (their 16-column
+   products were mostly index arithmetic in blk_mm_direct). */
+template <int P, bool TA>
+__device__ void mm_cols16(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                          int m, int kc, bool acc)
+{
+    if (P == RA_GPU_PREC_IEEE) {
+        blk_mm_direct<P>(c, ldc, 0, m, 16, kc, TA ? mk(a, 1, lda) : mk(a, lda, 1), mk(b, ldb, 1),
+                         acc, 1);
+        return;
+    }
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    for (int tile = threadIdx.x >> 5; tile < m / 8; tile += blockDim.x >> 5) {
+        const int r0 = (tile >> 1) * 16 + g, c0 = (tile & 1) * 8 + 2 * t;
+        float *c0p = c + r0 * ldc + c0, *c1p = c0p + 8 * ldc;
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        if (acc)
+            d[0] = c0p[0], d[1] = c0p[1], d[2] = c1p[0], d[3] = c1p[1];
+        const float *bc = b + (tile & 1) * 8 + g;
+        if (TA) {
+            const float *a0 = a + r0;
+            mma_tile<P>(
+                d, kc, [&](int h, int p) { return a0[p * lda + 8 * h]; },
+                [&](int p) { return bc[p * ldb]; });
+        } else {
+            const float *a0 = a + r0 * lda, *a1 = a0 + 8 * lda;
+            mma_tile<P>(
+                d, kc, [&](int h, int p) { return (h ? a1 : a0)[p]; },
+                [&](int p) { return bc[p * ldb]; });
+        }
+        c0p[0] = d[0], c0p[1] = d[1], c1p[0] = d[2], c1p[1] = d[3];
     }
 }
 
@@ -185,74 +245,64 @@ template <int P> struct mm_ld {
     static constexpr int v = P == RA_GPU_PREC_IEEE ? MM_T + 1 : MM_T + 4;
 };
 
-/* dst[r * LD + p] = X(r0 + r, k0 + p) for r < nr, p < np (nr, np: the
-   panel's rows and columns rounded up to 16, as the fragments read them),
-   zero outside rows x cols.  The loop runs along x's unit stride and keeps
-   MM_LOADS loads in flight per thread: the loads are what the products
-   wait for. */
+/* Stages the 64 x 64 panel X(r0 + r, k0 + p), r, p < 64, zero outside
+   rows x cols (X(i, k) = base[i * rs + k * cs]): as floats at
+   dst[r * LD + p], or, when PAIR, as bf16 pairs at word dst[r * LD + p / 2]
+   (X(., p) and X(., p + 1) rounded to nearest even, the lower index in
+   the low half: the values the fragments would round, rounded once).
+   The loop runs along X's unit stride and keeps MM_LOADS loads in flight
+   per thread: the loads are what the products wait for.  The panel is
+   always whole, so its index arithmetic is shifts (the products read the
+   part they need; the rest is zeros). */
 constexpr int MM_LOADS = 8;
+constexpr int MM_LDW = MM_T / 2 + 4; /* words of a bf16 panel row; lanes (g, t) at banks 4g + t */
 
-template <int LD>
-__device__ void mm_stage(float *dst, const float *base, int64_t rs, int64_t cs, int r0, int k0,
-                         int rows, int cols, int nr, int np)
+template <int LD, bool PAIR>
+__device__ void mm_stage(void *dst, const float *base, int64_t rs, int64_t cs, int r0, int k0,
+                         int rows, int cols)
 {
+    constexpr int W = PAIR ? 2 : 1, NW = MM_T / W, TOTAL = MM_T * NW, U = MM_LOADS / W;
     const bool along_rows = rs == 1 && cs != 1;
-    const int total = nr * np, step = blockDim.x;
-    for (int e0 = threadIdx.x; e0 < total; e0 += MM_LOADS * step) {
-        float v[MM_LOADS];
+    const int step = blockDim.x;
+    /* Element e is (r, w) = (e % MM_T, e / MM_T) along the rows, else
+       (e / NW, e % NW); next() moves (r, w) on by one stride. */
+    const int dr = along_rows ? step % MM_T : step / NW, dw = along_rows ? step / MM_T : step % NW;
+    auto next = [&](int &r, int &w) {
+        r += dr, w += dw;
+        if (along_rows && r >= MM_T)
+            r -= MM_T, w++;
+        else if (!along_rows && w >= NW)
+            w -= NW, r++;
+    };
+    int r = along_rows ? (int)threadIdx.x % MM_T : (int)threadIdx.x / NW,
+        w = along_rows ? (int)threadIdx.x / MM_T : (int)threadIdx.x % NW;
+    for (int e0 = threadIdx.x; e0 < TOTAL; e0 += U * step) {
+        float v[U][W];
+        int r1 = r, w1 = w;
 #pragma unroll
-        for (int u = 0; u < MM_LOADS; u++) {
-            const int e = e0 + u * step;
-            const int r = along_rows ? e % nr : e / np, p = along_rows ? e / nr : e % np;
-            const int i = r0 + r, k = k0 + p;
-            v[u] =
-                (e < total && i < rows && k < cols) ? base[(int64_t)i * rs + (int64_t)k * cs] : 0.f;
-        }
-#pragma unroll
-        for (int u = 0; u < MM_LOADS; u++) {
-            const int e = e0 + u * step;
-            const int r = along_rows ? e % nr : e / np, p = along_rows ? e / nr : e % np;
-            if (e < total)
-                dst[r * LD + p] = v[u];
-        }
-    }
-}
-
-/* The bf16 form of a staged panel: dst[r * MM_LDW + p / 2] holds X(r0 + r,
-   k0 + p) and X(r0 + r, k0 + p + 1) rounded to bf16 (the fragment's pair,
-   lower index in the low half), zero outside rows x cols; np even.  The
-   operands are rounded once here instead of once per fragment load, to
-   the same values (round to nearest even either way). */
-constexpr int MM_LDW = MM_T / 2 + 4; /* words; lanes (g, t) at banks 4g + t */
-
-__device__ inline void mm_stage_bf16(uint32_t *dst, const float *base, int64_t rs, int64_t cs,
-                                     int r0, int k0, int rows, int cols, int nr, int np)
-{
-    const bool along_rows = rs == 1 && cs != 1;
-    const int nw = np / 2, total = nr * nw, step = blockDim.x;
-    for (int e0 = threadIdx.x; e0 < total; e0 += MM_LOADS * step) {
-        float v[MM_LOADS][2];
-#pragma unroll
-        for (int u = 0; u < MM_LOADS; u++) {
-            const int e = e0 + u * step;
-            const int r = along_rows ? e % nr : e / nw, w = along_rows ? e / nr : e % nw;
-            const int i = r0 + r, k = k0 + 2 * w;
-            const bool in = e < total && i < rows;
+        for (int u = 0; u < U; u++) {
+            const int i = r0 + r1, k = k0 + W * w1;
+            const bool in = e0 + u * step < TOTAL && i < rows;
             const float *x = base + (int64_t)i * rs + (int64_t)k * cs;
-            v[u][0] = (in && k < cols) ? x[0] : 0.f;
-            v[u][1] = (in && k + 1 < cols) ? x[cs] : 0.f;
+#pragma unroll
+            for (int q = 0; q < W; q++)
+                v[u][q] = (in && k + q < cols) ? x[q * cs] : 0.f;
+            next(r1, w1);
         }
 #pragma unroll
-        for (int u = 0; u < MM_LOADS; u++) {
-            const int e = e0 + u * step;
-            const int r = along_rows ? e % nr : e / nw, w = along_rows ? e / nr : e % nw;
-            if (e < total)
-                dst[r * MM_LDW + w] = bf16x2_rn(v[u][0], v[u][1]);
+        for (int u = 0; u < U; u++) {
+            if (e0 + u * step < TOTAL) {
+                if (PAIR)
+                    static_cast<uint32_t *>(dst)[r * LD + w] = bf16x2_rn(v[u][0], v[u][W - 1]);
+                else
+                    static_cast<float *>(dst)[r * LD + w] = v[u][0];
+            }
+            next(r, w);
         }
     }
 }
 
-/* mm_block_panel for bf16 on panels staged by mm_stage_bf16: each warp
+/* mm_block_panel for bf16 on panels staged as pairs by mm_stage: each warp
    computes 16 rows x 32 columns, one A fragment per k-step serving four
    mmas.  Every output element sees the same mma k-steps on the same
    operands as in blk_mm_direct, so the bits are the same. */
@@ -335,40 +385,8 @@ __device__ void mm_block_panel(float *c, int64_t ldc, int i0, int j0, int mt, in
             d[3] = (r1 < mt && c1 < nt) ? cb[r1 * ldc + c1] : 0.f;
         }
         const float *a0 = As + r0 * LD, *a1 = As + r1 * LD, *bc = Bs + (tj + g) * LD;
-        if (P == RA_GPU_PREC_BF16) {
-            for (int k0 = 0; k0 < kt; k0 += 16) {
-                const int ka = k0 + 2 * t, kb = ka + 8;
-                const uint32_t fa[4] = {
-                    bf16x2_rn(a0[ka], a0[ka + 1]), bf16x2_rn(a1[ka], a1[ka + 1]),
-                    bf16x2_rn(a0[kb], a0[kb + 1]), bf16x2_rn(a1[kb], a1[kb + 1])};
-                const uint32_t fb[2] = {bf16x2_rn(bc[ka], bc[ka + 1]),
-                                        bf16x2_rn(bc[kb], bc[kb + 1])};
-                mma_bf16(d, fa, fb);
-            }
-        } else {
-            for (int k0 = 0; k0 < kt; k0 += 8) {
-                const float x[4] = {a0[k0 + t], a1[k0 + t], a0[k0 + t + 4], a1[k0 + t + 4]};
-                const float y[2] = {bc[k0 + t], bc[k0 + t + 4]};
-                if (P == RA_GPU_PREC_TF32) {
-                    const uint32_t fa[4] = {tf32_rna(x[0]), tf32_rna(x[1]), tf32_rna(x[2]),
-                                            tf32_rna(x[3])};
-                    const uint32_t fb[2] = {tf32_rna(y[0]), tf32_rna(y[1])};
-                    mma_tf32(d, fa, fb);
-                } else {
-                    uint32_t ba[4], sa[4], bb2[2], sb[2];
-                    for (int r = 0; r < 4; r++)
-                        tf32_split(x[r], ba[r], sa[r]);
-                    for (int r = 0; r < 2; r++)
-                        tf32_split(y[r], bb2[r], sb[r]);
-                    float e[4] = {0.f, 0.f, 0.f, 0.f}; /* as blk_mm_direct */
-                    mma_tf32(e, sa, bb2);
-                    mma_tf32(e, ba, sb);
-                    mma_tf32(e, ba, bb2);
-                    for (int r = 0; r < 4; r++)
-                        d[r] = __fadd_rn(d[r], e[r]);
-                }
-            }
-        }
+        mma_tile<P>(
+            d, kt, [&](int h, int p) { return (h ? a1 : a0)[p]; }, [&](int p) { return bc[p]; });
         if (r0 < mt && c0 < nt)
             cb[r0 * ldc + c0] = d[0];
         if (r0 < mt && c1 < nt)
@@ -402,24 +420,29 @@ __device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc,
     }
     constexpr int LD = mm_ld<P>::v;
     float *As = mm_smem<P>(), *Bs = As + MM_T * LD;
+    /* With one contraction panel, A's panel depends on i0 alone: staged
+       once for all the column blocks. */
+    const bool one_panel = kc <= MM_T;
     for (int i0 = 0; i0 < m; i0 += MM_T)
         for (int j0 = 0; j0 < n; j0 += MM_T) {
             const int mt = m - i0 < MM_T ? m - i0 : MM_T, nt = n - j0 < MM_T ? n - j0 : MM_T;
             for (int k0 = 0; k0 < kc; k0 += MM_T) {
                 __syncthreads(); /* the previous panel is consumed */
-                const int kt = kc - k0 < MM_T ? kc - k0 : MM_T, np = (kt + 15) / 16 * 16;
-                const int nra = (mt + 15) / 16 * 16, nrb = (nt + 15) / 16 * 16;
+                const int kt = kc - k0 < MM_T ? kc - k0 : MM_T;
+                const bool stage_a = !(one_panel && j0 > 0);
                 if (P == RA_GPU_PREC_BF16) {
                     uint32_t *Aw = reinterpret_cast<uint32_t *>(As), *Bw = Aw + MM_T * MM_LDW;
-                    mm_stage_bf16(Aw, a.p, a.rs, a.cs, i0, k0, m, kc, nra, np);
-                    mm_stage_bf16(Bw, b.p, b.cs, b.rs, j0, k0, n, kc, nrb, np);
+                    if (stage_a)
+                        mm_stage<MM_LDW, true>(Aw, a.p, a.rs, a.cs, i0, k0, m, kc);
+                    mm_stage<MM_LDW, true>(Bw, b.p, b.cs, b.rs, j0, k0, n, kc);
                     __syncthreads();
                     mm_block_panel_bf16(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, Aw, Bw);
                     continue;
                 }
-                mm_stage<LD>(As, a.p, a.rs, a.cs, i0, k0, m, kc, nra, np);
+                if (stage_a)
+                    mm_stage<LD, false>(As, a.p, a.rs, a.cs, i0, k0, m, kc);
                 /* B^T: rows j, columns p */
-                mm_stage<LD>(Bs, b.p, b.cs, b.rs, j0, k0, n, kc, nrb, np);
+                mm_stage<LD, false>(Bs, b.p, b.cs, b.rs, j0, k0, n, kc);
                 __syncthreads();
                 mm_block_panel<P>(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, As, Bs);
             }

@@ -173,37 +173,49 @@ __device__ __forceinline__ int chunk_rows(const head &h, int C, int64_t c)
     return r < C ? (int)r : C;
 }
 
-/* store(e, load(e)) for every e < n of this thread (threadIdx.x, then
+/* store(i, j, load(i, j)) for every element (i, j) of rows x cols this
+   thread owns (row-major index e = i * cols + j from threadIdx.x in
    strides of blockDim.x), in groups of four whose loads all issue before
    the group's first store: in a plain loop that reads global memory and
    writes the workspace the compiler cannot move the next load above the
    store (the pointers may alias).  Measured on the H200 at the bench
-   shapes this changed nothing (chunk64.bf16 fwd+bwd 24.10 against 23.96
-   ms at B=1, T=8192, Hv=32: the other resident warps already hid the
-   latency); it stays as the one form of the kernels' elementwise steps,
-   which the gradient folds (add_scaled_rows, pair_terms) use.  Elements
-   of a group are distinct, so a load never sees another element's store
-   of the same group. */
-template <typename LD, typename ST> __device__ __forceinline__ void ew(int n, LD load, ST store)
+   shapes the grouping changed nothing (chunk64.bf16 fwd+bwd 24.10 against
+   23.96 ms at B=1, T=8192, Hv=32: the other resident warps already hid
+   the latency); it stays as the one form of the kernels' elementwise
+   steps.  (i, j) advance by the stride's quotient and remainder, found
+   once: a division per element by a run-time width was most of these
+   loops' instructions (ncu, 740107a).  Elements of a group are distinct,
+   so a load never sees another element's store of the same group. */
+template <typename LD, typename ST>
+__device__ __forceinline__ void ew(int rows, int cols, LD load, ST store)
 {
     constexpr int U = 4;
-    for (int e0 = threadIdx.x; e0 < n; e0 += U * blockDim.x) {
-        decltype(load(0)) x[U];
+    const int step = blockDim.x, di = step / cols, dj = step % cols;
+    int i = threadIdx.x / cols, j = threadIdx.x % cols;
+    while (i < rows) {
+        decltype(load(0, 0)) x[U];
+        int ri[U], rj[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            ri[u] = i, rj[u] = j;
+            if (i < rows)
+                x[u] = load(i, j);
+            i += di, j += dj;
+            if (j >= cols)
+                i++, j -= cols;
+        }
 #pragma unroll
         for (int u = 0; u < U; u++)
-            if (e0 + u * (int)blockDim.x < n)
-                x[u] = load(e0 + u * blockDim.x);
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            if (e0 + u * (int)blockDim.x < n)
-                store(e0 + u * blockDim.x, x[u]);
+            if (ri[u] < rows)
+                store(ri[u], rj[u], x[u]);
     }
 }
 
-/* ew storing into dst[e]. */
-template <typename LD> __device__ __forceinline__ void ew_to(float *dst, int n, LD load)
+/* ew storing into dst[i * cols + j]. */
+template <typename LD>
+__device__ __forceinline__ void ew_to(float *dst, int rows, int cols, LD load)
 {
-    ew(n, load, [dst](int e, float x) { dst[e] = x; });
+    ew(rows, cols, load, [dst, cols](int i, int j, float x) { dst[i * cols + j] = x; });
 }
 
 /* G, gamma, D, A, T, W, U of the chunk at token t0 (L rows). */
@@ -225,34 +237,33 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         w.gam[i] = expf(w.G[i]);
-    ew_to(w.Dm, C * C, [&](int e) {
-        const int i = e / C, j = e % C;
-        return (i < L && j <= i) ? expf(__fsub_rn(w.G[i], w.G[j])) : 0.f;
-    });
-    ew_to(w.Kb, L * K,
-          [&](int e) { return __fmul_rn(k[e / K * h.qs + e % K], beta[e / K * h.gs]); });
+    ew_to(w.Dm, C, C,
+          [&](int i, int j) { return (i < L && j <= i) ? expf(__fsub_rn(w.G[i], w.G[j])) : 0.f; });
+    ew_to(w.Kb, L, K, [&](int i, int j) { return __fmul_rn(k[i * h.qs + j], beta[i * h.gs]); });
     __syncthreads();
     blk_mm<P>(w.A, C, 0, L, L, K, mk(w.Kb, K, 1), mk(k, 1, h.qs), false);
     __syncthreads();
-    ew_to(w.A, C * C, [&](int e) {
-        const int i = e / C, j = e % C;
+    ew_to(w.A, C, C, [&](int i, int j) {
+        const int e = i * C + j;
         return (i < L && j < i) ? __fmul_rn(w.A[e], w.Dm[e]) : 0.f;
     });
     __syncthreads();
     inverse<P>(w.T, w.A, C, w.inv, w.inv_scr); /* ends synchronised */
     /* st() is the identity but in bf16 */
     if (P == RA_GPU_PREC_BF16)
-        ew_to(w.T, L * C, [&](int e) { return e % C <= e / C ? st<P>(w.T[e]) : w.T[e]; });
-    ew_to(w.Y, L * K, [&](int e) { return __fmul_rn(w.Kb[e], w.gam[e / K]); });
-    ew_to(w.X, L * V,
-          [&](int e) { return __fmul_rn(v[e / V * h.vs + e % V], beta[e / V * h.gs]); });
+        ew_to(w.T, L, C, [&](int i, int j) {
+            const float x = w.T[i * C + j];
+            return j <= i ? st<P>(x) : x;
+        });
+    ew_to(w.Y, L, K, [&](int i, int j) { return __fmul_rn(w.Kb[i * K + j], w.gam[i]); });
+    ew_to(w.X, L, V, [&](int i, int j) { return __fmul_rn(v[i * h.vs + j], beta[i * h.gs]); });
     __syncthreads();
     blk_mm<P>(w.W, K, 0, L, K, L, mk(w.T, C, 1), mk(w.Y, K, 1), false);
     blk_mm<P>(w.U, V, 0, L, V, L, mk(w.T, C, 1), mk(w.X, V, 1), false);
     __syncthreads();
     if (P == RA_GPU_PREC_BF16) {
-        ew_to(w.W, L * K, [&](int e) { return st<P>(w.W[e]); });
-        ew_to(w.U, L * V, [&](int e) { return st<P>(w.U[e]); });
+        ew_to(w.W, L, K, [&](int i, int j) { return st<P>(w.W[i * K + j]); });
+        ew_to(w.U, L, V, [&](int i, int j) { return st<P>(w.U[i * V + j]); });
         __syncthreads();
     }
 }
@@ -265,12 +276,9 @@ template <int P> __device__ void chunk_p(const cws &w, const head &h, int64_t t0
               false);
     __syncthreads();
     ew(
-        L * L,
-        [&](int e) {
-            const int i = e / L, j = e % L;
-            return j <= i ? __fmul_rn(w.P[i * C + j], w.Dm[i * C + j]) : 0.f;
-        },
-        [&](int e, float x) { w.P[e / L * C + e % L] = x; });
+        L, L,
+        [&](int i, int j) { return j <= i ? __fmul_rn(w.P[i * C + j], w.Dm[i * C + j]) : 0.f; },
+        [&](int i, int j, float x) { w.P[i * C + j] = x; });
     __syncthreads();
 }
 
@@ -283,13 +291,12 @@ template <int P> __device__ void chunk_output(const cws &w, const head &h, int64
     blk_mm<P>(o, h.vs, 0, L, V, L, mk(w.P, C, 1), mk(w.Vp, V, 1), false);
     __syncthreads();
     ew(
-        L * V,
-        [&](int e) {
-            const int i = e / V;
-            return __fadd_rn(__fmul_rn(__fmul_rn(w.gam[i], w.QS[e]), h.scale),
-                             __fmul_rn(o[i * h.vs + e % V], h.scale));
+        L, V,
+        [&](int i, int j) {
+            return __fadd_rn(__fmul_rn(__fmul_rn(w.gam[i], w.QS[i * V + j]), h.scale),
+                             __fmul_rn(o[i * h.vs + j], h.scale));
         },
-        [&](int e, float x) { o[e / V * h.vs + e % V] = x; });
+        [&](int i, int j, float x) { o[i * h.vs + j] = x; });
 }
 
 /* Flattened grid index: (head of the group, chunk). */

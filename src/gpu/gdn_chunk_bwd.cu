@@ -68,14 +68,14 @@ __device__ __forceinline__ void add_scaled_rows(float *dst, int64_t ldd, float *
                                                 CF coef)
 {
     ew(
-        L * K,
-        [&](int e) {
-            const float x = __fmul_rn(coef(e / K), term[e]);
-            return make_float2(__fadd_rn(dst[e / K * ldd + e % K], x), x);
+        L, K,
+        [&](int i, int j) {
+            const float x = __fmul_rn(coef(i), term[i * K + j]);
+            return make_float2(__fadd_rn(dst[i * ldd + j], x), x);
         },
-        [&](int e, float2 r) {
-            dst[e / K * ldd + e % K] = r.x;
-            term[e] = r.y;
+        [&](int i, int j, float2 r) {
+            dst[i * ldd + j] = r.x;
+            term[i * K + j] = r.y;
         });
 }
 
@@ -87,16 +87,15 @@ __device__ __forceinline__ void pair_terms(float *x, float *z, const float *m, c
                                            int C, int L, bool diag, YF yf)
 {
     ew(
-        L * L,
-        [&](int e) {
-            const int i = e / L, j = e % L, o = i * C + j;
+        L, L,
+        [&](int i, int j) {
+            const int o = i * C + j;
             if (j > i || (j == i && !diag))
                 return make_float2(0.f, 0.f);
             const float y = yf(x[o]);
             return make_float2(__fmul_rn(y, d[o]), __fmul_rn(y, m[o]));
         },
-        [&](int e, float2 r) {
-            const int i = e / L, j = e % L;
+        [&](int i, int j, float2 r) {
             x[i * C + j] = r.x;
             if (j < i)
                 z[i * C + j] = r.y;
@@ -177,7 +176,7 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     /* (6) dW = -dV' S^T */
     blk_mm<P>(w.dW, K, 0, L, K, V, mk(w.dVp, V, 1), mk(w.Sst, 1, V), false);
     __syncthreads();
-    ew_to(w.dW, L * K, [&](int e) { return -w.dW[e]; });
+    ew_to(w.dW, L, K, [&](int i, int j) { return -w.dW[i * K + j]; });
     __syncthreads();
     /* (7) dT = dV' X^T + dW Y^T (strict lower); dX = T^T dV', dY = T^T dW */
     blk_mm<P>(w.dT, C, 0, L, L, V, mk(w.dVp, V, 1), mk(w.X, 1, V), false);
@@ -192,16 +191,15 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
             w.dT[i * C + j] = 0.f;
     }
     ew(
-        L * V, [&](int e) { return __fmul_rn(beta[e / V * h.gs], w.dX[e]); },
-        [&](int e, float x) { dv[e / V * h.vs + e % V] = x; });
+        L, V, [&](int i, int j) { return __fmul_rn(beta[i * h.gs], w.dX[i * V + j]); },
+        [&](int i, int j, float x) { dv[i * h.vs + j] = x; });
     ew(
-        L * K,
-        [&](int e) {
-            const int i = e / K;
+        L, K,
+        [&](int i, int j) {
             const float bg = __fmul_rn(beta[i * h.gs], w.gam[i]);
-            return fmaf(bg, w.dY[e], dk[i * h.ks + e % K]);
+            return fmaf(bg, w.dY[i * K + j], dk[i * h.ks + j]);
         },
-        [&](int e, float x) { dk[e / K * h.ks + e % K] = x; });
+        [&](int i, int j, float x) { dk[i * h.ks + j] = x; });
     for (int i = threadIdx.x; i < L; i += blockDim.x) {
         const float x = row_dot(v + i * h.vs, w.dX + i * V, V),
                     y = row_dot(k + i * h.qs, w.dY + i * K, K);
@@ -223,12 +221,8 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     blk_mm<P>(dk, h.ks, 0, L, K, L, mk(w.dA, 1, C), mk(w.Kb, K, 1), true);
     __syncthreads();
     ew(
-        L * K,
-        [&](int e) {
-            const int i = e / K;
-            return fmaf(beta[i * h.gs], w.tK[e], dk[i * h.ks + e % K]);
-        },
-        [&](int e, float x) { dk[e / K * h.ks + e % K] = x; });
+        L, K, [&](int i, int j) { return fmaf(beta[i * h.gs], w.tK[i * K + j], dk[i * h.ks + j]); },
+        [&](int i, int j, float x) { dk[i * h.ks + j] = x; });
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         dbo[i * h.gs] = __fadd_rn(dbo[i * h.gs], row_dot(k + i * h.qs, w.tK + i * K, K));
     __syncthreads();

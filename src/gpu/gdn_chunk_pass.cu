@@ -18,8 +18,10 @@
  *            each group of the previous chunk is issued once its buffers
  *            are read.
  *
- * The products are blk_mm_direct on the staged copies: the same operand
- * values in the same k-steps as before, so the same bits.  A tile that
+ * The products run on the staged copies: mm_cols16 for full chunks (no
+ * bounds tests: the kernels were mostly index arithmetic before), else
+ * blk_mm_direct; the same operand values in the same k-steps either way,
+ * so the same bits.  A tile that
  * does not fit the block's shared-memory budget (K = 256 with chunks of
  * 128; Q and W of dstates at K = 128 when the grid is sized for two blocks
  * per SM, pass_setup) is read from global memory as before; the host
@@ -147,13 +149,32 @@ __device__ __forceinline__ void tile_issue(const tile &t, const float *src, int6
         tile_async(t.sm, t.ld, src, lds, rows, cols);
 }
 
-/* The operand view of a tile: element (i, p) of the stored rows x cols
-   matrix X is X[i * rs + p]; transposed views swap the strides. */
-__device__ __forceinline__ mat tile_mat(const tile &t, const float *g, int64_t ldg, bool trans)
+/* A chunk's operand: its staged copy (row stride t.ld) or, when the
+   tile is not staged, the matrix in place (row stride ldg). */
+struct opnd {
+    const float *p;
+    int64_t ld;
+};
+
+__device__ __forceinline__ opnd tile_op(const tile &t, const float *g, int64_t ldg)
 {
-    const float *b = t.sm ? t.sm : g;
-    const int64_t ld = t.sm ? t.ld : ldg;
-    return trans ? mk(b, 1, ld) : mk(b, ld, 1);
+    return t.sm ? opnd{t.sm, t.ld} : opnd{g, ldg};
+}
+
+/* C (m x 16 column arrays, row stride ldc) = (acc ? C : 0) + A B with
+   A(i, p) = a.p[i * a.ld + p] (a.p[p * a.ld + i] when TA), B the column
+   arrays b (row stride ldc): mm_cols16 when every index is in range
+   (full, m and kc multiples of 16), else blk_mm_direct on the block's nv
+   columns (the same bits on those columns). */
+template <int P, bool TA>
+__device__ __forceinline__ void pass_mm(bool full, float *c, int ldc, opnd a, const float *b, int m,
+                                        int nv, int kc, bool acc)
+{
+    if (full && m % 16 == 0 && kc % 16 == 0)
+        mm_cols16<P, TA>(c, ldc, a.p, (int)a.ld, b, ldc, m, kc, acc);
+    else
+        blk_mm_direct<P>(c, ldc, 0, m, nv, kc, TA ? mk(a.p, 1, a.ld) : mk(a.p, a.ld, 1),
+                         mk(b, ldc, 1), acc, 1);
 }
 
 /* Column tile of this block. */
@@ -163,6 +184,19 @@ __device__ __forceinline__ void pass_cols(const group &g, int V, int nc, int64_t
     const int tiles = (V + nc - 1) / nc;
     hl = blockIdx.x / tiles, j0 = (int)(blockIdx.x % tiles) * nc;
     nv = V - j0 < nc ? V - j0 : nc;
+}
+
+/* The passes' column arrays hold PASS_COLS columns whatever the block's
+   nv: columns past nv start at zero, are never loaded from or stored to
+   global memory, and feed only themselves (every product and step acts
+   column by column), so the loops below run on all PASS_COLS columns
+   and their index arithmetic is shifts.  zero_cols clears n rows. */
+constexpr int NC = PASS_COLS;
+
+__device__ __forceinline__ void zero_cols(float *x, int ldc, int n)
+{
+    for (int e = threadIdx.x; e < n * ldc; e += blockDim.x)
+        x[e] = 0.f;
 }
 
 template <int P>
@@ -178,10 +212,14 @@ __global__ void __launch_bounds__(PASS_THREADS)
     float *S = smem, *Sst = S + K * ldc, *Vp = Sst + K * ldc;
     const int64_t fixed = (int64_t)(2 * K + C) * ldc;
     const tile tw = pass_tile(smem, pl, fixed, 0), tk = pass_tile(smem, pl, fixed, 1);
-    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-        const int r = e / nv, j = e % nv;
-        S[r * ldc + j] = h.h0 ? h.h0[r * V + j0 + j] : 0.f;
-    }
+    zero_cols(smem, ldc, 2 * K + C);
+    __syncthreads();
+    if (h.h0)
+        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
+            const int r = e / NC, j = e % NC;
+            if (j < nv)
+                S[r * ldc + j] = h.h0[r * V + j0 + j];
+        }
     {
         const cws w0 = make_cws(g, K, V, hl, 0);
         const int L0 = chunk_rows(h, C, 0);
@@ -194,43 +232,42 @@ __global__ void __launch_bounds__(PASS_THREADS)
         const cws w = make_cws(g, K, V, hl, c);
         const int64_t t0 = c * C;
         const int L = chunk_rows(h, C, c);
-        const bool more = c + 1 < g.nch;
+        const bool more = c + 1 < g.nch, full = L == C;
         const int Ln = more ? chunk_rows(h, C, c + 1) : 0;
         __syncthreads();
-        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-            const int r = e / nv, j = e % nv;
+        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
+            const int r = e / NC, j = e % NC;
             const float x = st<P>(S[r * ldc + j]);
             Sst[r * ldc + j] = x;
-            w.Sst[r * V + j0 + j] = x;
+            if (j < nv)
+                w.Sst[r * V + j0 + j] = x;
         }
         cp_wait_all_but_last(); /* W(c) */
-        blk_mm_direct<P>(Vp, ldc, 0, L, nv, K, tile_mat(tw, w.W, K, false), mk(Sst, ldc, 1), false,
-                         1);
+        pass_mm<P, false>(full, Vp, ldc, tile_op(tw, w.W, K), Sst, L, nv, K, false);
         __syncthreads();
         if (more)
             tile_issue(tw, make_cws(g, K, V, hl, c + 1).W, K, Ln, K);
         cp_commit();
         const float gl = w.G[L - 1], gC = expf(gl);
         ew(
-            L * nv,
+            L, NC,
             /* (V', its decayed copy) */
-            [&](int e) {
-                const int i = e / nv, j = e % nv;
-                const float vp = __fsub_rn(w.U[i * V + j0 + j], Vp[i * ldc + j]);
+            [&](int i, int j) {
+                const float u = j < nv ? w.U[i * V + j0 + j] : 0.f;
+                const float vp = __fsub_rn(u, Vp[i * ldc + j]);
                 return make_float2(vp, __fmul_rn(vp, expf(__fsub_rn(gl, w.G[i]))));
             },
-            [&](int e, float2 r) {
-                const int i = e / nv, j = e % nv;
-                w.Vp[i * V + j0 + j] = r.x;
+            [&](int i, int j, float2 r) {
+                if (j < nv)
+                    w.Vp[i * V + j0 + j] = r.x;
                 Vp[i * ldc + j] = r.y;
             });
-        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-            float *x = &S[e / nv * ldc + e % nv];
+        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
+            float *x = &S[e / NC * ldc + e % NC];
             *x = __fmul_rn(*x, gC);
         }
         cp_wait_all_but_last(); /* K(c) */
-        blk_mm_direct<P>(S, ldc, 0, K, nv, L, tile_mat(tk, h.k + t0 * h.qs, h.qs, true),
-                         mk(Vp, ldc, 1), true, 1);
+        pass_mm<P, true>(full, S, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), Vp, K, nv, L, true);
         __syncthreads();
         if (more)
             tile_issue(tk, h.k + (t0 + C) * h.qs, h.qs, Ln, K);
@@ -238,9 +275,10 @@ __global__ void __launch_bounds__(PASS_THREADS)
     }
     __syncthreads();
     if (h.ht)
-        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-            const int r = e / nv, j = e % nv;
-            h.ht[r * V + j0 + j] = S[r * ldc + j];
+        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
+            const int r = e / NC, j = e % NC;
+            if (j < nv)
+                h.ht[r * V + j0 + j] = S[r * ldc + j];
         }
 }
 
@@ -264,10 +302,14 @@ __global__ void __launch_bounds__(PASS_THREADS)
     const tile tp = pass_tile(smem, pl, fixed, 0), tk = pass_tile(smem, pl, fixed, 1),
                tq = pass_tile(smem, pl, fixed, 2), tw = pass_tile(smem, pl, fixed, 3);
     const tile tdo{dOs, ldc};
-    for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-        const int r = e / nv, j = e % nv;
-        dS[r * ldc + j] = h.dht ? h.dht[r * V + j0 + j] : 0.f;
-    }
+    zero_cols(smem, ldc, 3 * K + 3 * C);
+    __syncthreads();
+    if (h.dht)
+        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
+            const int r = e / NC, j = e % NC;
+            if (j < nv)
+                dS[r * ldc + j] = h.dht[r * V + j0 + j];
+        }
     /* The first and second groups of a chunk: P, K, dO; then Q, W. */
     auto issue1 = [&](int64_t c) {
         const cws w = make_cws(g, K, V, hl, c);
@@ -290,30 +332,31 @@ __global__ void __launch_bounds__(PASS_THREADS)
         const cws w = make_cws(g, K, V, hl, c);
         const int64_t t0 = c * C;
         const int L = chunk_rows(h, C, c);
+        const bool full = L == C;
         __syncthreads();
-        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-            const int r = e / nv, j = e % nv;
-            w.dS[r * V + j0 + j] = dS[r * ldc + j];
+        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
+            const int r = e / NC, j = e % NC;
+            if (j < nv)
+                w.dS[r * V + j0 + j] = dS[r * ldc + j];
         }
         cp_wait_all_but_last(); /* P, K, dO of c */
-        blk_mm_direct<P>(dVp, ldc, 0, L, nv, L, tile_mat(tp, w.P, C, true), mk(dOs, ldc, 1), false,
-                         1);
-        blk_mm_direct<P>(tV, ldc, 0, L, nv, K, tile_mat(tk, h.k + t0 * h.qs, h.qs, false),
-                         mk(dS, ldc, 1), false, 1);
+        pass_mm<P, true>(full, dVp, ldc, tile_op(tp, w.P, C), dOs, L, nv, L, false);
+        pass_mm<P, false>(full, tV, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), dS, L, nv, K, false);
         __syncthreads();
         const float gl = w.G[L - 1], gC = expf(gl);
         ew(
-            L * nv,
+            L, NC,
             /* (dV', gamma dO) */
-            [&](int e) {
-                const int i = e / nv, x = i * ldc + e % nv;
+            [&](int i, int j) {
+                const int x = i * ldc + j;
                 return make_float2(fmaf(expf(__fsub_rn(gl, w.G[i])), tV[x], __fmul_rn(s, dVp[x])),
                                    __fmul_rn(w.gam[i], dOs[x]));
             },
-            [&](int e, float2 r) {
-                const int i = e / nv, j = e % nv, x = i * ldc + j;
+            [&](int i, int j, float2 r) {
+                const int x = i * ldc + j;
                 dVp[x] = r.x;
-                w.dVp[i * V + j0 + j] = r.x;
+                if (j < nv)
+                    w.dVp[i * V + j0 + j] = r.x;
                 tV[x] = r.y;
             });
         __syncthreads();
@@ -321,24 +364,23 @@ __global__ void __launch_bounds__(PASS_THREADS)
             issue1(c - 1);
         cp_commit();
         cp_wait_all_but_last(); /* Q, W of c */
-        blk_mm_direct<P>(dSn, ldc, 0, K, nv, L, tile_mat(tq, h.q + t0 * h.qs, h.qs, true),
-                         mk(tV, ldc, 1), false, 1);
-        blk_mm_direct<P>(WtdV, ldc, 0, K, nv, L, tile_mat(tw, w.W, K, true), mk(dVp, ldc, 1), false,
-                         1);
+        pass_mm<P, true>(full, dSn, ldc, tile_op(tq, h.q + t0 * h.qs, h.qs), tV, K, nv, L, false);
+        pass_mm<P, true>(full, WtdV, ldc, tile_op(tw, w.W, K), dVp, K, nv, L, false);
         __syncthreads();
         if (c > 0)
             issue2(c - 1);
         cp_commit();
-        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-            const int x = e / nv * ldc + e % nv;
+        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
+            const int x = e / NC * ldc + e % NC;
             dS[x] = __fsub_rn(__fadd_rn(__fmul_rn(s, dSn[x]), __fmul_rn(gC, dS[x])), WtdV[x]);
         }
     }
     __syncthreads();
     if (h.dh0)
-        for (int e = threadIdx.x; e < K * nv; e += blockDim.x) {
-            const int r = e / nv, j = e % nv;
-            h.dh0[r * V + j0 + j] = dS[r * ldc + j];
+        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
+            const int r = e / NC, j = e % NC;
+            if (j < nv)
+                h.dh0[r * V + j0 + j] = dS[r * ldc + j];
         }
 }
 
