@@ -60,7 +60,7 @@
  * fwd+bwd 28.3 to 24.0 ms together with the dstates change of
  * gdn_chunk_pass.cu).  Panels are staged whole (zeros past the operand),
  * so their index arithmetic is shifts, and A's panel once for all column
- * blocks when the contraction is one panel.  The staged form synchronises
+ * blocks (contraction panels outside the column blocks).  The staged form synchronises
  * the block inside, which is why every thread must call it.  A third
  * form, mm_cols16, serves the sequential passes' in-range 16-column
  * products without bounds tests.  All three build their fragments in
@@ -125,12 +125,14 @@ __device__ __forceinline__ void mma_kstep_f32(float (&d)[4], const float (&x)[4]
    B(p, j0 + g), both zero outside the product; d carries the sum.  The
    one place that forms fragments, so every form of the product (direct,
    staged, the passes' full tiles) feeds the same operands to the same
-   k-steps. */
-template <int P, typename LA, typename LB>
+   k-steps.  UNROLL k-steps issue their loads together (the passes read
+   some operands from global memory). */
+template <int P, int UNROLL = 1, typename LA, typename LB>
 __device__ __forceinline__ void mma_tile(float (&d)[4], int kc, LA la, LB lb)
 {
     const int t = threadIdx.x & 3;
     if constexpr (P == RA_GPU_PREC_BF16) {
+#pragma unroll UNROLL
         for (int k0 = 0; k0 < kc; k0 += 16) {
             const int ka = k0 + 2 * t, kb = ka + 8;
             const uint32_t fa[4] = {
@@ -140,6 +142,7 @@ __device__ __forceinline__ void mma_tile(float (&d)[4], int kc, LA la, LB lb)
             mma_bf16(d, fa, fb);
         }
     } else {
+#pragma unroll UNROLL
         for (int k0 = 0; k0 < kc; k0 += 8) {
             const float x[4] = {la(0, k0 + t), la(1, k0 + t), la(0, k0 + t + 4), la(1, k0 + t + 4)};
             const float y[2] = {lb(k0 + t), lb(k0 + t + 4)};
@@ -223,12 +226,12 @@ __device__ void mm_cols16(float *c, int ldc, const float *a, int lda, const floa
         const float *bc = b + (tile & 1) * 8 + g;
         if (TA) {
             const float *a0 = a + r0;
-            mma_tile<P>(
+            mma_tile<P, 4>(
                 d, kc, [&](int h, int p) { return a0[p * lda + 8 * h]; },
                 [&](int p) { return bc[p * ldb]; });
         } else {
             const float *a0 = a + r0 * lda, *a1 = a0 + 8 * lda;
-            mma_tile<P>(
+            mma_tile<P, 4>(
                 d, kc, [&](int h, int p) { return (h ? a1 : a0)[p]; },
                 [&](int p) { return bc[p * ldb]; });
         }
@@ -420,26 +423,26 @@ __device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc,
     }
     constexpr int LD = mm_ld<P>::v;
     float *As = mm_smem<P>(), *Bs = As + MM_T * LD;
-    /* With one contraction panel, A's panel depends on i0 alone: staged
-       once for all the column blocks. */
-    const bool one_panel = kc <= MM_T;
-    for (int i0 = 0; i0 < m; i0 += MM_T)
-        for (int j0 = 0; j0 < n; j0 += MM_T) {
-            const int mt = m - i0 < MM_T ? m - i0 : MM_T, nt = n - j0 < MM_T ? n - j0 : MM_T;
-            for (int k0 = 0; k0 < kc; k0 += MM_T) {
+    /* Contraction panels outermost after the row block: A's panel is
+       staged once for all the column blocks; each output element still
+       sees the panels in increasing k0, its partial sum kept in C. */
+    for (int i0 = 0; i0 < m; i0 += MM_T) {
+        const int mt = m - i0 < MM_T ? m - i0 : MM_T;
+        for (int k0 = 0; k0 < kc; k0 += MM_T) {
+            const int kt = kc - k0 < MM_T ? kc - k0 : MM_T;
+            for (int j0 = 0; j0 < n; j0 += MM_T) {
+                const int nt = n - j0 < MM_T ? n - j0 : MM_T;
                 __syncthreads(); /* the previous panel is consumed */
-                const int kt = kc - k0 < MM_T ? kc - k0 : MM_T;
-                const bool stage_a = !(one_panel && j0 > 0);
                 if (P == RA_GPU_PREC_BF16) {
                     uint32_t *Aw = reinterpret_cast<uint32_t *>(As), *Bw = Aw + MM_T * MM_LDW;
-                    if (stage_a)
+                    if (j0 == 0)
                         mm_stage<MM_LDW, true>(Aw, a.p, a.rs, a.cs, i0, k0, m, kc);
                     mm_stage<MM_LDW, true>(Bw, b.p, b.cs, b.rs, j0, k0, n, kc);
                     __syncthreads();
                     mm_block_panel_bf16(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, Aw, Bw);
                     continue;
                 }
-                if (stage_a)
+                if (j0 == 0)
                     mm_stage<LD, false>(As, a.p, a.rs, a.cs, i0, k0, m, kc);
                 /* B^T: rows j, columns p */
                 mm_stage<LD, false>(Bs, b.p, b.cs, b.rs, j0, k0, n, kc);
@@ -447,6 +450,7 @@ __device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc,
                 mm_block_panel<P>(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, As, Bs);
             }
         }
+    }
 }
 
 } // namespace ra_gpu

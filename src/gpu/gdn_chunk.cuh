@@ -58,10 +58,12 @@ namespace ra_gpu
 {
 
 /* Threads of the per-(head, chunk) kernels, and the blocks per SM their
-   registers are capped for: 3 (80 registers) rather than the 2 (128) ptxas
-   chose by itself; on the H200 that made chunk64.bf16 fwd+bwd about 10%
-   faster at the bench shapes (grads spills a few hundred bytes). */
-constexpr int CHUNK_THREADS = 256, CHUNK_MIN_BLOCKS = 3;
+   registers are capped for (80 registers either way).  3 blocks of 256
+   rather than the 2 ptxas chose by itself made chunk64.bf16 fwd+bwd about
+   10% faster on the H200; 6 blocks of 128 keep as many warps per SM and
+   leave fewer of them waiting at the barriers of the steps that run one
+   thread per row (row dots, gate sums, the forward substitution). */
+constexpr int CHUNK_THREADS = 128, CHUNK_MIN_BLOCKS = 6;
 
 /* One (b, hv) head of the problem: bases at token 0 and token strides. */
 struct head {

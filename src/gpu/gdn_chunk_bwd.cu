@@ -32,17 +32,23 @@
 namespace ra_gpu
 {
 
-/* sum_e x[e] y[e], deterministic for a fixed blockDim (a power of two). */
+/* sum_e x[e] y[e] as DOT_LANES fmaf chains (lane p over e = p mod
+   DOT_LANES) summed by a fixed pairwise tree: the same bits for any
+   blockDim (red holds DOT_LANES floats). */
+constexpr int DOT_LANES = 256;
+
 __device__ float blk_dot(const float *x, const float *y, int n, float *red)
 {
-    float s = 0.f;
-    for (int e = threadIdx.x; e < n; e += blockDim.x)
-        s = fmaf(x[e], y[e], s);
-    red[threadIdx.x] = s;
+    for (int p = threadIdx.x; p < DOT_LANES; p += blockDim.x) {
+        float s = 0.f;
+        for (int e = p; e < n; e += DOT_LANES)
+            s = fmaf(x[e], y[e], s);
+        red[p] = s;
+    }
     __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w)
-            red[threadIdx.x] = __fadd_rn(red[threadIdx.x], red[threadIdx.x + w]);
+    for (int w = DOT_LANES / 2; w > 0; w /= 2) {
+        for (int p = threadIdx.x; p < w; p += blockDim.x)
+            red[p] = __fadd_rn(red[p], red[p + w]);
         __syncthreads();
     }
     const float r = red[0];
@@ -244,7 +250,7 @@ template <int P>
 __global__ void __launch_bounds__(CHUNK_THREADS, CHUNK_MIN_BLOCKS)
     gdn_chunk_grads_kernel(const ra_gpu_gdn_args a, const group g)
 {
-    __shared__ float red[CHUNK_THREADS];
+    __shared__ float red[DOT_LANES];
     int64_t hl, c;
     chunk_block(g, hl, c);
     const head h = make_head(a, g.h0 + hl);

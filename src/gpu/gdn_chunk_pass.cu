@@ -12,20 +12,22 @@
  * copied there with cp.async as soon as its buffer is free, so that the
  * next chunk's copy runs under this chunk's products:
  *
- *   states   W(c) is needed by V' = U - W S', K(c) by the state update;
- *            W(c+1) is issued once V' is formed, K(c+1) once S is updated;
- *   dstates  P(c), K(c), dO(c) feed dV', Q(c), W(c) the dS recursion;
- *            each group of the previous chunk is issued once its buffers
- *            are read.
+ *   states   W(c) is needed by V' = U - W S', K(c) by the state update,
+ *            U(c)'s columns and G(c) by the step between them; W(c+1) is
+ *            issued once V' is formed, K, U and G of c+1 once S is updated;
+ *   dstates  P(c), K(c), dO(c), G(c), gamma(c) feed dV', Q(c), W(c) the
+ *            dS recursion; each group of the previous chunk is issued once
+ *            its buffers are read.
  *
- * The products run on the staged copies: mm_cols16 for full chunks (no
- * bounds tests: the kernels were mostly index arithmetic before), else
- * blk_mm_direct; the same operand values in the same k-steps either way,
- * so the same bits.  A tile that
- * does not fit the block's shared-memory budget (K = 256 with chunks of
- * 128; Q and W of dstates at K = 128 when the grid is sized for two blocks
- * per SM, pass_setup) is read from global memory as before; the host
- * decides per tile (pass_layout).  The column tile is 16 wide: on the H200, 32 columns
+ * So no step of a chunk waits on a global load but the products that read
+ * unstaged tiles.  The products run on the staged copies: mm_cols16 for
+ * full chunks (no bounds tests: the kernels were mostly index arithmetic
+ * before), else blk_mm_direct; the same operand values in the same
+ * k-steps either way, so the same bits.  A tile that does not fit the
+ * block's shared-memory budget (K = 256 with chunks of 128; Q and W of
+ * dstates at K = 128 when the grid is sized for two blocks per SM,
+ * pass_setup) is read from global memory as before; the host decides per
+ * tile (pass_layout).  The column tile is 16 wide: on the H200, 32 columns
  * (one block per SM, half the blocks) made the forward at B=4, T=4096,
  * Hv=16, K=V=128 slower (9.07 against 7.15 ms before staging).
  */
@@ -38,7 +40,16 @@
 namespace ra_gpu
 {
 
-constexpr int PASS_THREADS = 128, PASS_COLS = 16;
+/* Blocks per SM the passes aim for when the grid has more blocks than
+   SMs.  Why: at K = V = 128 the dstates block with all four tiles staged
+   needs 177 KB, one block per SM, so B=1, T=8192, Hv=32 (256 blocks) ran
+   in two waves (7.1 ms on the H200); two blocks per SM with P and K
+   staged and Q, W read in place put the grid in one wave. */
+constexpr int PASS_BLOCKS_PER_SM = 2;
+
+/* 256 threads (8 warps for a chunk's 8 to 16 product tiles), their
+   registers capped for PASS_BLOCKS_PER_SM blocks. */
+constexpr int PASS_THREADS = 256, PASS_COLS = 16;
 
 /* cp.async of 16 or 4 bytes, global to shared, and its group fences. */
 __device__ __forceinline__ void cp_async16(float *dst, const float *src)
@@ -105,18 +116,21 @@ struct pass_layout {
     int ntile;   /* tiles of the pass: 2 (states) or 4 (dstates) */
     int rows[4], cols[4], ld[4];
     bool staged[4];
+    int64_t fixed;  /* the column arrays and per-chunk vectors, before the tiles */
     int64_t floats; /* total */
 };
 
 /* The pass's tiles, in order of benefit: states W (rows), K (columns);
    dstates P (columns), K (rows), Q (columns), W (columns).  Arrays of
-   nc columns: states S, S', V' (K, K, C rows); dstates dS, dSn, W^T dV'
-   (K rows each) and dV', tV, dO (C rows each). */
+   nc columns: states S, S', V', U (K, K, C, C rows); dstates dS, dSn,
+   W^T dV' (K rows each) and dV', tV, dO (C rows each).  Vectors of C:
+   states G; dstates G, gamma. */
 static pass_layout make_pass_layout(bool bwd, int C, int K, int nc, int64_t budget_floats)
 {
     pass_layout p;
     p.nc = nc, p.ldc = nc + 8;
-    p.floats = bwd ? (int64_t)(3 * K + 3 * C) * p.ldc : (int64_t)(2 * K + C) * p.ldc;
+    p.fixed = bwd ? (int64_t)(3 * K + 3 * C) * p.ldc + 2 * C : (int64_t)(2 * K + 2 * C) * p.ldc + C;
+    p.floats = p.fixed;
     p.ntile = bwd ? 4 : 2;
     for (int i = 0; i < p.ntile; i++) {
         const bool along = bwd ? (i == 1) : (i == 0); /* states W, dstates K */
@@ -131,10 +145,10 @@ static pass_layout make_pass_layout(bool bwd, int C, int K, int nc, int64_t budg
     return p;
 }
 
-/* Pointers of a block's column arrays and tiles. */
-__device__ inline tile pass_tile(float *smem, const pass_layout &p, int64_t fixed, int i)
+/* Pointers of a block's tiles. */
+__device__ inline tile pass_tile(float *smem, const pass_layout &p, int i)
 {
-    int64_t off = fixed;
+    int64_t off = p.fixed;
     for (int j = 0; j < i; j++)
         if (p.staged[j])
             off += (int64_t)p.rows[j] * p.ld[j];
@@ -200,7 +214,7 @@ __device__ __forceinline__ void zero_cols(float *x, int ldc, int n)
 }
 
 template <int P>
-__global__ void __launch_bounds__(PASS_THREADS)
+__global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     gdn_chunk_states_kernel(const ra_gpu_gdn_args a, const group g, const pass_layout pl)
 {
     extern __shared__ __align__(16) float smem[];
@@ -209,11 +223,20 @@ __global__ void __launch_bounds__(PASS_THREADS)
     pass_cols(g, (int)a.s.V, pl.nc, hl, j0, nv);
     const head h = make_head(a, g.h0 + hl);
     const int K = h.K, V = h.V, C = g.C, ldc = pl.ldc;
-    float *S = smem, *Sst = S + K * ldc, *Vp = Sst + K * ldc;
-    const int64_t fixed = (int64_t)(2 * K + C) * ldc;
-    const tile tw = pass_tile(smem, pl, fixed, 0), tk = pass_tile(smem, pl, fixed, 1);
-    zero_cols(smem, ldc, 2 * K + C);
+    float *S = smem, *Sst = S + K * ldc, *Vp = Sst + K * ldc, *Us = Vp + C * ldc,
+          *Gs = Us + C * ldc;
+    const tile tw = pass_tile(smem, pl, 0), tk = pass_tile(smem, pl, 1);
+    zero_cols(smem, ldc, 2 * K + 2 * C);
     __syncthreads();
+    /* The second group of a chunk: K, U's columns, G (U and G are read
+       after V' is formed, so they cannot share W's buffer turn). */
+    auto issue2 = [&](int64_t c) {
+        const cws w = make_cws(g, K, V, hl, c);
+        const int L = chunk_rows(h, C, c);
+        tile_issue(tk, h.k + c * C * h.qs, h.qs, L, K);
+        tile_async(Us, ldc, w.U + j0, V, L, nv);
+        tile_async(Gs, C, w.G, C, 1, L);
+    };
     if (h.h0)
         for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
             const int r = e / NC, j = e % NC;
@@ -225,7 +248,7 @@ __global__ void __launch_bounds__(PASS_THREADS)
         const int L0 = chunk_rows(h, C, 0);
         tile_issue(tw, w0.W, K, L0, K);
         cp_commit();
-        tile_issue(tk, h.k, h.qs, L0, K);
+        issue2(0);
         cp_commit();
     }
     for (int64_t c = 0; c < g.nch; c++) {
@@ -248,14 +271,15 @@ __global__ void __launch_bounds__(PASS_THREADS)
         if (more)
             tile_issue(tw, make_cws(g, K, V, hl, c + 1).W, K, Ln, K);
         cp_commit();
-        const float gl = w.G[L - 1], gC = expf(gl);
+        cp_wait_all_but_last(); /* K, U, G of c */
+        const float gl = Gs[L - 1], gC = expf(gl);
         ew(
             L, NC,
             /* (V', its decayed copy) */
             [&](int i, int j) {
-                const float u = j < nv ? w.U[i * V + j0 + j] : 0.f;
+                const float u = j < nv ? Us[i * ldc + j] : 0.f;
                 const float vp = __fsub_rn(u, Vp[i * ldc + j]);
-                return make_float2(vp, __fmul_rn(vp, expf(__fsub_rn(gl, w.G[i]))));
+                return make_float2(vp, __fmul_rn(vp, expf(__fsub_rn(gl, Gs[i]))));
             },
             [&](int i, int j, float2 r) {
                 if (j < nv)
@@ -266,11 +290,11 @@ __global__ void __launch_bounds__(PASS_THREADS)
             float *x = &S[e / NC * ldc + e % NC];
             *x = __fmul_rn(*x, gC);
         }
-        cp_wait_all_but_last(); /* K(c) */
+        __syncthreads();
         pass_mm<P, true>(full, S, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), Vp, K, nv, L, true);
         __syncthreads();
         if (more)
-            tile_issue(tk, h.k + (t0 + C) * h.qs, h.qs, Ln, K);
+            issue2(c + 1);
         cp_commit();
     }
     __syncthreads();
@@ -286,7 +310,7 @@ __global__ void __launch_bounds__(PASS_THREADS)
    in shared memory) into the slice, (1) dV' = s P^T dO + diag(delta) K dS
    into the slice, then (5) dS <- s Q^T diag(gamma) dO + gC dS - W^T dV'. */
 template <int P>
-__global__ void __launch_bounds__(PASS_THREADS)
+__global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     gdn_chunk_dstates_kernel(const ra_gpu_gdn_args a, const group g, const pass_layout pl)
 {
     extern __shared__ __align__(16) float smem[];
@@ -297,10 +321,9 @@ __global__ void __launch_bounds__(PASS_THREADS)
     const int K = h.K, V = h.V, C = g.C, ldc = pl.ldc;
     const float s = h.scale;
     float *dS = smem, *dSn = dS + K * ldc, *WtdV = dSn + K * ldc, *dVp = WtdV + K * ldc,
-          *tV = dVp + C * ldc, *dOs = tV + C * ldc;
-    const int64_t fixed = (int64_t)(3 * K + 3 * C) * ldc;
-    const tile tp = pass_tile(smem, pl, fixed, 0), tk = pass_tile(smem, pl, fixed, 1),
-               tq = pass_tile(smem, pl, fixed, 2), tw = pass_tile(smem, pl, fixed, 3);
+          *tV = dVp + C * ldc, *dOs = tV + C * ldc, *Gs = dOs + C * ldc, *gams = Gs + C;
+    const tile tp = pass_tile(smem, pl, 0), tk = pass_tile(smem, pl, 1),
+               tq = pass_tile(smem, pl, 2), tw = pass_tile(smem, pl, 3);
     const tile tdo{dOs, ldc};
     zero_cols(smem, ldc, 3 * K + 3 * C);
     __syncthreads();
@@ -310,13 +333,15 @@ __global__ void __launch_bounds__(PASS_THREADS)
             if (j < nv)
                 dS[r * ldc + j] = h.dht[r * V + j0 + j];
         }
-    /* The first and second groups of a chunk: P, K, dO; then Q, W. */
+    /* The first and second groups of a chunk: P, K, dO, G, gamma; then Q, W. */
     auto issue1 = [&](int64_t c) {
         const cws w = make_cws(g, K, V, hl, c);
         const int L = chunk_rows(h, C, c);
         tile_issue(tp, w.P, C, L, L);
         tile_issue(tk, h.k + c * C * h.qs, h.qs, L, K);
         tile_issue(tdo, h.dO + c * C * h.vs + j0, h.vs, L, nv);
+        tile_async(Gs, C, w.G, C, 1, L);
+        tile_async(gams, C, w.gam, C, 1, L);
     };
     auto issue2 = [&](int64_t c) {
         const cws w = make_cws(g, K, V, hl, c);
@@ -343,14 +368,14 @@ __global__ void __launch_bounds__(PASS_THREADS)
         pass_mm<P, true>(full, dVp, ldc, tile_op(tp, w.P, C), dOs, L, nv, L, false);
         pass_mm<P, false>(full, tV, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), dS, L, nv, K, false);
         __syncthreads();
-        const float gl = w.G[L - 1], gC = expf(gl);
+        const float gl = Gs[L - 1], gC = expf(gl);
         ew(
             L, NC,
             /* (dV', gamma dO) */
             [&](int i, int j) {
                 const int x = i * ldc + j;
-                return make_float2(fmaf(expf(__fsub_rn(gl, w.G[i])), tV[x], __fmul_rn(s, dVp[x])),
-                                   __fmul_rn(w.gam[i], dOs[x]));
+                return make_float2(fmaf(expf(__fsub_rn(gl, Gs[i])), tV[x], __fmul_rn(s, dVp[x])),
+                                   __fmul_rn(gams[i], dOs[x]));
             },
             [&](int i, int j, float2 r) {
                 const int x = i * ldc + j;
@@ -383,13 +408,6 @@ __global__ void __launch_bounds__(PASS_THREADS)
                 h.dh0[r * V + j0 + j] = dS[r * ldc + j];
         }
 }
-
-/* Blocks per SM the passes aim for when the grid has more blocks than
-   SMs.  Why: at K = V = 128 the dstates block with all four tiles staged
-   needs 177 KB, one block per SM, so B=1, T=8192, Hv=32 (256 blocks) ran
-   in two waves (7.1 ms on the H200); two blocks per SM with P and K
-   staged and Q, W read in place put the grid in one wave. */
-constexpr int PASS_BLOCKS_PER_SM = 2;
 
 /* The pass's layout and grid: the tiles that fit the block's share of the
    shared memory are staged (the whole opt-in amount when the grid fits
