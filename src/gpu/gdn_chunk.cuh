@@ -62,7 +62,9 @@ namespace ra_gpu
    rather than the 2 ptxas chose by itself made chunk64.bf16 fwd+bwd about
    10% faster on the H200; 6 blocks of 128 keep as many warps per SM and
    leave fewer of them waiting at the barriers of the steps that run one
-   thread per row (row dots, gate sums, the forward substitution). */
+   thread per row (row dots, gate sums, the forward substitution): ncu at
+   B=1, T=8192, Hv=32, K=V=128, bf16, prep 1.91 to 1.79 ms, grads 6.14 to
+   5.94 ms. */
 constexpr int CHUNK_THREADS = 128, CHUNK_MIN_BLOCKS = 6;
 
 /* One (b, hv) head of the problem: bases at token 0 and token strides. */

@@ -48,7 +48,9 @@ namespace ra_gpu
 constexpr int PASS_BLOCKS_PER_SM = 2;
 
 /* 256 threads (8 warps for a chunk's 8 to 16 product tiles), their
-   registers capped for PASS_BLOCKS_PER_SM blocks. */
+   registers capped for PASS_BLOCKS_PER_SM blocks; against 128 threads,
+   ncu at B=1, T=8192, Hv=32, K=V=128, bf16: states 1.65 to 1.21 ms,
+   dstates 3.04 to 1.92 ms. */
 constexpr int PASS_THREADS = 256, PASS_COLS = 16;
 
 /* cp.async of 16 or 4 bytes, global to shared, and its group fences. */
