@@ -19,10 +19,12 @@
  * (per metric the most specific class row: exact tensor, then exact
  * dtype; the strictest matching refinement replaces it, equally strict
  * ones told apart by glob literal characters, then tensor, then dtype),
- * with the literal counts written beside each row.  Expected refusals name the file and line of the
- * bad row; line numbers are counted by hand in the literal texts.  The shipped tables are checked
- * against lists written from the documentation (the CPU variant names of the documented naming
- * scheme, the gdn tensors of docs/gdn.md, the seven regimes), not against the code.
+ * with the literal counts written beside each row.  Expected refusals
+ * name the file and line of the bad row; line numbers are counted by hand
+ * in the literal texts.  The shipped tables are checked against lists
+ * written from the documentation (the CPU variant names of the documented
+ * naming scheme, the gdn tensors of docs/gdn.md, the seven regimes), not
+ * against the code.
  */
 
 #define HDR "op\tclass\trefine\tdtype\ttensor\tmetric\tthreshold\twhy\n"

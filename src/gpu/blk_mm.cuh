@@ -60,11 +60,11 @@
  * fwd+bwd 28.3 to 24.0 ms together with the dstates change of
  * gdn_chunk_pass.cu).  Panels are staged whole (zeros past the operand),
  * so their index arithmetic is shifts, and A's panel once for all column
- * blocks (contraction panels outside the column blocks).  The staged form synchronises
- * the block inside, which is why every thread must call it.  A third
- * form, mm_cols16, serves the sequential passes' in-range 16-column
- * products without bounds tests.  All three build their fragments in
- * mma_tile.
+ * blocks (contraction panels outside the column blocks).  The staged form
+ * synchronises the block inside, which is why every thread must call it.
+ * A third form, mm_cols16, serves the sequential passes' in-range
+ * 16-column products without bounds tests.  All three build their
+ * fragments in mma_tile.
  */
 
 #include <cstdint>
@@ -90,6 +90,34 @@ __device__ __forceinline__ float ld(const float *base, const mat &x, int i, int 
                                     int cols)
 {
     return (i < rows && p < cols) ? base[i * x.rs + p * x.cs] : 0.f;
+}
+
+/* A lane's four accumulator entries of a 16x8 tile, (r0, c0), (r0, c0 + 1),
+   (r0 + 8, c0), (r0 + 8, c0 + 1) of C (row stride ldc), rows below m and
+   columns below n: read (zero outside, or everywhere unless from_c) and
+   written back. */
+__device__ __forceinline__ void frag_load(float (&d)[4], const float *c, int64_t ldc, int r0,
+                                          int c0, int m, int n, bool from_c)
+{
+    const int r1 = r0 + 8, c1 = c0 + 1;
+    d[0] = (from_c && r0 < m && c0 < n) ? c[r0 * ldc + c0] : 0.f;
+    d[1] = (from_c && r0 < m && c1 < n) ? c[r0 * ldc + c1] : 0.f;
+    d[2] = (from_c && r1 < m && c0 < n) ? c[r1 * ldc + c0] : 0.f;
+    d[3] = (from_c && r1 < m && c1 < n) ? c[r1 * ldc + c1] : 0.f;
+}
+
+__device__ __forceinline__ void frag_store(const float (&d)[4], float *c, int64_t ldc, int r0,
+                                           int c0, int m, int n)
+{
+    const int r1 = r0 + 8, c1 = c0 + 1;
+    if (r0 < m && c0 < n)
+        c[r0 * ldc + c0] = d[0];
+    if (r0 < m && c1 < n)
+        c[r0 * ldc + c1] = d[1];
+    if (r1 < m && c0 < n)
+        c[r1 * ldc + c0] = d[2];
+    if (r1 < m && c1 < n)
+        c[r1 * ldc + c1] = d[3];
 }
 
 /* One k-step of 8 of a 16x8 tile in tf32 or 3xtf32 (x: A's fragment, y:
@@ -175,28 +203,16 @@ __device__ void blk_mm_direct(float *c, int64_t ldc, int64_t cbs, int m, int n, 
         const int z = tile / per, i0 = (tile % per) / tn * 16, j0 = tile % tn * 8;
         const float *ab = a.p + z * a.bs, *bb = b.p + z * b.bs;
         float *cb = c + z * cbs;
-        const int r0 = i0 + g, r1 = r0 + 8, c0 = j0 + 2 * t, c1 = c0 + 1;
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-        if (acc) {
-            d[0] = (r0 < m && c0 < n) ? cb[r0 * ldc + c0] : 0.f;
-            d[1] = (r0 < m && c1 < n) ? cb[r0 * ldc + c1] : 0.f;
-            d[2] = (r1 < m && c0 < n) ? cb[r1 * ldc + c0] : 0.f;
-            d[3] = (r1 < m && c1 < n) ? cb[r1 * ldc + c1] : 0.f;
-        }
+        const int r0 = i0 + g, r1 = r0 + 8, c0 = j0 + 2 * t;
+        float d[4];
+        frag_load(d, cb, ldc, r0, c0, m, n, acc);
         /* B(p, j) = bb[p*rs + j*cs]: the view with rows j, columns p */
         const mat bt = mk(nullptr, b.cs, b.rs);
         const int col = j0 + g;
         mma_tile<P>(
             d, kc, [&](int h, int p) { return ld(ab, a, h ? r1 : r0, p, m, kc); },
             [&](int p) { return ld(bb, bt, col, p, n, kc); });
-        if (r0 < m && c0 < n)
-            cb[r0 * ldc + c0] = d[0];
-        if (r0 < m && c1 < n)
-            cb[r0 * ldc + c1] = d[1];
-        if (r1 < m && c0 < n)
-            cb[r1 * ldc + c0] = d[2];
-        if (r1 < m && c1 < n)
-            cb[r1 * ldc + c1] = d[3];
+        frag_store(d, cb, ldc, r0, c0, m, n);
     }
 }
 
@@ -322,13 +338,8 @@ __device__ inline void mm_block_panel_bf16(float *c, int64_t ldc, int i0, int j0
         const int r0 = ti + g, r1 = r0 + 8;
         float d[NB][4];
 #pragma unroll
-        for (int u = 0; u < NB; u++) {
-            const int c0 = tj + 8 * u + 2 * t, c1 = c0 + 1;
-            d[u][0] = (from_c && r0 < mt && c0 < nt) ? cb[r0 * ldc + c0] : 0.f;
-            d[u][1] = (from_c && r0 < mt && c1 < nt) ? cb[r0 * ldc + c1] : 0.f;
-            d[u][2] = (from_c && r1 < mt && c0 < nt) ? cb[r1 * ldc + c0] : 0.f;
-            d[u][3] = (from_c && r1 < mt && c1 < nt) ? cb[r1 * ldc + c1] : 0.f;
-        }
+        for (int u = 0; u < NB; u++)
+            frag_load(d[u], cb, ldc, r0, tj + 8 * u + 2 * t, mt, nt, from_c);
         const uint32_t *a0 = As + r0 * MM_LDW, *a1 = As + r1 * MM_LDW;
         for (int k0 = 0; k0 < kt; k0 += 16) {
             const int wa = k0 / 2 + t, wb = wa + 4;
@@ -342,17 +353,8 @@ __device__ inline void mm_block_panel_bf16(float *c, int64_t ldc, int i0, int j0
                 }
         }
 #pragma unroll
-        for (int u = 0; u < NB; u++) {
-            const int c0 = tj + 8 * u + 2 * t, c1 = c0 + 1;
-            if (r0 < mt && c0 < nt)
-                cb[r0 * ldc + c0] = d[u][0];
-            if (r0 < mt && c1 < nt)
-                cb[r0 * ldc + c1] = d[u][1];
-            if (r1 < mt && c0 < nt)
-                cb[r1 * ldc + c0] = d[u][2];
-            if (r1 < mt && c1 < nt)
-                cb[r1 * ldc + c1] = d[u][3];
-        }
+        for (int u = 0; u < NB; u++)
+            frag_store(d[u], cb, ldc, r0, tj + 8 * u + 2 * t, mt, nt);
     }
 }
 
@@ -378,26 +380,14 @@ __device__ void mm_block_panel(float *c, int64_t ldc, int i0, int j0, int mt, in
     const int tn = (nt + 7) / 8, tiles = (mt + 15) / 16 * tn;
     for (int tile = threadIdx.x >> 5; tile < tiles; tile += blockDim.x >> 5) {
         const int ti = tile / tn * 16, tj = tile % tn * 8;
-        const int r0 = ti + g, r1 = r0 + 8, c0 = tj + 2 * t, c1 = c0 + 1;
+        const int r0 = ti + g, r1 = r0 + 8, c0 = tj + 2 * t;
         float *cb = c + (int64_t)i0 * ldc + j0;
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-        if (from_c) {
-            d[0] = (r0 < mt && c0 < nt) ? cb[r0 * ldc + c0] : 0.f;
-            d[1] = (r0 < mt && c1 < nt) ? cb[r0 * ldc + c1] : 0.f;
-            d[2] = (r1 < mt && c0 < nt) ? cb[r1 * ldc + c0] : 0.f;
-            d[3] = (r1 < mt && c1 < nt) ? cb[r1 * ldc + c1] : 0.f;
-        }
+        float d[4];
+        frag_load(d, cb, ldc, r0, c0, mt, nt, from_c);
         const float *a0 = As + r0 * LD, *a1 = As + r1 * LD, *bc = Bs + (tj + g) * LD;
         mma_tile<P>(
             d, kt, [&](int h, int p) { return (h ? a1 : a0)[p]; }, [&](int p) { return bc[p]; });
-        if (r0 < mt && c0 < nt)
-            cb[r0 * ldc + c0] = d[0];
-        if (r0 < mt && c1 < nt)
-            cb[r0 * ldc + c1] = d[1];
-        if (r1 < mt && c0 < nt)
-            cb[r1 * ldc + c0] = d[2];
-        if (r1 < mt && c1 < nt)
-            cb[r1 * ldc + c1] = d[3];
+        frag_store(d, cb, ldc, r0, c0, mt, nt);
     }
 }
 

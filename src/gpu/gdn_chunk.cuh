@@ -215,11 +215,11 @@ __device__ __forceinline__ void ew(int rows, int cols, LD load, ST store)
     }
 }
 
-/* ew storing into dst[i * cols + j]. */
+/* ew storing into dst[i * ld + j]. */
 template <typename LD>
-__device__ __forceinline__ void ew_to(float *dst, int rows, int cols, LD load)
+__device__ __forceinline__ void ew_to(float *dst, int64_t ld, int rows, int cols, LD load)
 {
-    ew(rows, cols, load, [dst, cols](int i, int j, float x) { dst[i * cols + j] = x; });
+    ew(rows, cols, load, [dst, ld](int i, int j, float x) { dst[i * ld + j] = x; });
 }
 
 /* G, gamma, D, A, T, W, U of the chunk at token t0 (L rows). */
@@ -241,13 +241,13 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         w.gam[i] = expf(w.G[i]);
-    ew_to(w.Dm, C, C,
+    ew_to(w.Dm, C, C, C,
           [&](int i, int j) { return (i < L && j <= i) ? expf(__fsub_rn(w.G[i], w.G[j])) : 0.f; });
-    ew_to(w.Kb, L, K, [&](int i, int j) { return __fmul_rn(k[i * h.qs + j], beta[i * h.gs]); });
+    ew_to(w.Kb, K, L, K, [&](int i, int j) { return __fmul_rn(k[i * h.qs + j], beta[i * h.gs]); });
     __syncthreads();
     blk_mm<P>(w.A, C, 0, L, L, K, mk(w.Kb, K, 1), mk(k, 1, h.qs), false);
     __syncthreads();
-    ew_to(w.A, C, C, [&](int i, int j) {
+    ew_to(w.A, C, C, C, [&](int i, int j) {
         const int e = i * C + j;
         return (i < L && j < i) ? __fmul_rn(w.A[e], w.Dm[e]) : 0.f;
     });
@@ -255,19 +255,19 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
     inverse<P>(w.T, w.A, C, w.inv, w.inv_scr); /* ends synchronised */
     /* st() is the identity but in bf16 */
     if (P == RA_GPU_PREC_BF16)
-        ew_to(w.T, L, C, [&](int i, int j) {
+        ew_to(w.T, C, L, C, [&](int i, int j) {
             const float x = w.T[i * C + j];
             return j <= i ? st<P>(x) : x;
         });
-    ew_to(w.Y, L, K, [&](int i, int j) { return __fmul_rn(w.Kb[i * K + j], w.gam[i]); });
-    ew_to(w.X, L, V, [&](int i, int j) { return __fmul_rn(v[i * h.vs + j], beta[i * h.gs]); });
+    ew_to(w.Y, K, L, K, [&](int i, int j) { return __fmul_rn(w.Kb[i * K + j], w.gam[i]); });
+    ew_to(w.X, V, L, V, [&](int i, int j) { return __fmul_rn(v[i * h.vs + j], beta[i * h.gs]); });
     __syncthreads();
     blk_mm<P>(w.W, K, 0, L, K, L, mk(w.T, C, 1), mk(w.Y, K, 1), false);
     blk_mm<P>(w.U, V, 0, L, V, L, mk(w.T, C, 1), mk(w.X, V, 1), false);
     __syncthreads();
     if (P == RA_GPU_PREC_BF16) {
-        ew_to(w.W, L, K, [&](int i, int j) { return st<P>(w.W[i * K + j]); });
-        ew_to(w.U, L, V, [&](int i, int j) { return st<P>(w.U[i * V + j]); });
+        ew_to(w.W, K, L, K, [&](int i, int j) { return st<P>(w.W[i * K + j]); });
+        ew_to(w.U, V, L, V, [&](int i, int j) { return st<P>(w.U[i * V + j]); });
         __syncthreads();
     }
 }
@@ -279,10 +279,8 @@ template <int P> __device__ void chunk_p(const cws &w, const head &h, int64_t t0
     blk_mm<P>(w.P, C, 0, L, L, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(h.k + t0 * h.qs, 1, h.qs),
               false);
     __syncthreads();
-    ew(
-        L, L,
-        [&](int i, int j) { return j <= i ? __fmul_rn(w.P[i * C + j], w.Dm[i * C + j]) : 0.f; },
-        [&](int i, int j, float x) { w.P[i * C + j] = x; });
+    ew_to(w.P, C, L, L,
+          [&](int i, int j) { return j <= i ? __fmul_rn(w.P[i * C + j], w.Dm[i * C + j]) : 0.f; });
     __syncthreads();
 }
 
@@ -294,13 +292,10 @@ template <int P> __device__ void chunk_output(const cws &w, const head &h, int64
     blk_mm<P>(w.QS, V, 0, L, V, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(w.Sst, V, 1), false);
     blk_mm<P>(o, h.vs, 0, L, V, L, mk(w.P, C, 1), mk(w.Vp, V, 1), false);
     __syncthreads();
-    ew(
-        L, V,
-        [&](int i, int j) {
-            return __fadd_rn(__fmul_rn(__fmul_rn(w.gam[i], w.QS[i * V + j]), h.scale),
-                             __fmul_rn(o[i * h.vs + j], h.scale));
-        },
-        [&](int i, int j, float x) { o[i * h.vs + j] = x; });
+    ew_to(o, h.vs, L, V, [&](int i, int j) {
+        return __fadd_rn(__fmul_rn(__fmul_rn(w.gam[i], w.QS[i * V + j]), h.scale),
+                         __fmul_rn(o[i * h.vs + j], h.scale));
+    });
 }
 
 /* Flattened grid index: (head of the group, chunk). */

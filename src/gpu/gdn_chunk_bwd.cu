@@ -182,7 +182,7 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     /* (6) dW = -dV' S^T */
     blk_mm<P>(w.dW, K, 0, L, K, V, mk(w.dVp, V, 1), mk(w.Sst, 1, V), false);
     __syncthreads();
-    ew_to(w.dW, L, K, [&](int i, int j) { return -w.dW[i * K + j]; });
+    ew_to(w.dW, K, L, K, [&](int i, int j) { return -w.dW[i * K + j]; });
     __syncthreads();
     /* (7) dT = dV' X^T + dW Y^T (strict lower); dX = T^T dV', dY = T^T dW */
     blk_mm<P>(w.dT, C, 0, L, L, V, mk(w.dVp, V, 1), mk(w.X, 1, V), false);
@@ -196,16 +196,11 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
         if (j >= i)
             w.dT[i * C + j] = 0.f;
     }
-    ew(
-        L, V, [&](int i, int j) { return __fmul_rn(beta[i * h.gs], w.dX[i * V + j]); },
-        [&](int i, int j, float x) { dv[i * h.vs + j] = x; });
-    ew(
-        L, K,
-        [&](int i, int j) {
-            const float bg = __fmul_rn(beta[i * h.gs], w.gam[i]);
-            return fmaf(bg, w.dY[i * K + j], dk[i * h.ks + j]);
-        },
-        [&](int i, int j, float x) { dk[i * h.ks + j] = x; });
+    ew_to(dv, h.vs, L, V, [&](int i, int j) { return __fmul_rn(beta[i * h.gs], w.dX[i * V + j]); });
+    ew_to(dk, h.ks, L, K, [&](int i, int j) {
+        const float bg = __fmul_rn(beta[i * h.gs], w.gam[i]);
+        return fmaf(bg, w.dY[i * K + j], dk[i * h.ks + j]);
+    });
     for (int i = threadIdx.x; i < L; i += blockDim.x) {
         const float x = row_dot(v + i * h.vs, w.dX + i * V, V),
                     y = row_dot(k + i * h.qs, w.dY + i * K, K);
@@ -226,9 +221,8 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     blk_mm<P>(w.tK, K, 0, L, K, L, mk(w.dA, C, 1), mk(k, h.qs, 1), false);
     blk_mm<P>(dk, h.ks, 0, L, K, L, mk(w.dA, 1, C), mk(w.Kb, K, 1), true);
     __syncthreads();
-    ew(
-        L, K, [&](int i, int j) { return fmaf(beta[i * h.gs], w.tK[i * K + j], dk[i * h.ks + j]); },
-        [&](int i, int j, float x) { dk[i * h.ks + j] = x; });
+    ew_to(dk, h.ks, L, K,
+          [&](int i, int j) { return fmaf(beta[i * h.gs], w.tK[i * K + j], dk[i * h.ks + j]); });
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         dbo[i * h.gs] = __fadd_rn(dbo[i * h.gs], row_dot(k + i * h.qs, w.tK + i * K, K));
     __syncthreads();

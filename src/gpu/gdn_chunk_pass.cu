@@ -215,6 +215,18 @@ __device__ __forceinline__ void zero_cols(float *x, int ldc, int n)
         x[e] = 0.f;
 }
 
+/* dst(r, j) = src(r, j) for r < rows, j < nv (row strides ldd, lds): a
+   state's column tile between global memory and the column arrays. */
+__device__ __forceinline__ void copy_cols(float *dst, int64_t ldd, const float *src, int64_t lds,
+                                          int rows, int nv)
+{
+    for (int e = threadIdx.x; e < rows * NC; e += blockDim.x) {
+        const int r = e / NC, j = e % NC;
+        if (j < nv)
+            dst[r * ldd + j] = src[r * lds + j];
+    }
+}
+
 template <int P>
 __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     gdn_chunk_states_kernel(const ra_gpu_gdn_args a, const group g, const pass_layout pl)
@@ -240,11 +252,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
         tile_async(Gs, C, w.G, C, 1, L);
     };
     if (h.h0)
-        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
-            const int r = e / NC, j = e % NC;
-            if (j < nv)
-                S[r * ldc + j] = h.h0[r * V + j0 + j];
-        }
+        copy_cols(S, ldc, h.h0 + j0, V, K, nv);
     {
         const cws w0 = make_cws(g, K, V, hl, 0);
         const int L0 = chunk_rows(h, C, 0);
@@ -301,11 +309,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     }
     __syncthreads();
     if (h.ht)
-        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
-            const int r = e / NC, j = e % NC;
-            if (j < nv)
-                h.ht[r * V + j0 + j] = S[r * ldc + j];
-        }
+        copy_cols(h.ht + j0, V, S, ldc, K, nv);
 }
 
 /* One chunk of the dstates pass: the chunk's end cotangent (dS, K x nv
@@ -330,11 +334,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     zero_cols(smem, ldc, 3 * K + 3 * C);
     __syncthreads();
     if (h.dht)
-        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
-            const int r = e / NC, j = e % NC;
-            if (j < nv)
-                dS[r * ldc + j] = h.dht[r * V + j0 + j];
-        }
+        copy_cols(dS, ldc, h.dht + j0, V, K, nv);
     /* The first and second groups of a chunk: P, K, dO, G, gamma; then Q, W. */
     auto issue1 = [&](int64_t c) {
         const cws w = make_cws(g, K, V, hl, c);
@@ -361,11 +361,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
         const int L = chunk_rows(h, C, c);
         const bool full = L == C;
         __syncthreads();
-        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
-            const int r = e / NC, j = e % NC;
-            if (j < nv)
-                w.dS[r * V + j0 + j] = dS[r * ldc + j];
-        }
+        copy_cols(w.dS + j0, V, dS, ldc, K, nv);
         cp_wait_all_but_last(); /* P, K, dO of c */
         pass_mm<P, true>(full, dVp, ldc, tile_op(tp, w.P, C), dOs, L, nv, L, false);
         pass_mm<P, false>(full, tV, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), dS, L, nv, K, false);
@@ -404,11 +400,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     }
     __syncthreads();
     if (h.dh0)
-        for (int e = threadIdx.x; e < K * NC; e += blockDim.x) {
-            const int r = e / NC, j = e % NC;
-            if (j < nv)
-                h.dh0[r * V + j0 + j] = dS[r * ldc + j];
-        }
+        copy_cols(h.dh0 + j0, V, dS, ldc, K, nv);
 }
 
 /* The pass's layout and grid: the tiles that fit the block's share of the
