@@ -48,6 +48,15 @@ static ra_status check_cfg(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, 
         return fail(msg, msglen, RA_EUNSUPPORTED,
                     "cuda gdn chunk: head sizes K = %lld, V = %lld above 4096", (long long)a->s.K,
                     (long long)a->s.V);
+    /* The kernels' token strides are int: every row of a chunk must be
+       addressable from the chunk's first token (Hv >= Hk, so Hv*K and Hv*V
+       are the widest strides). */
+    const int64_t wide = a->s.Hv * (a->s.K > a->s.V ? a->s.K : a->s.V);
+    if ((int64_t)(cfg->chunk + 1) * wide > 0x7fffffff)
+        return fail(msg, msglen, RA_EUNSUPPORTED,
+                    "cuda gdn chunk: a token stride of %lld floats (Hv = %lld) overflows the "
+                    "kernels' int offsets within a chunk of %d",
+                    (long long)wide, (long long)a->s.Hv, cfg->chunk);
     if (a->s.B * a->s.Hv > 0x7fffffff)
         return fail(msg, msglen, RA_EUNSUPPORTED,
                     "cuda gdn chunk: %lld (b, hv) heads exceed one grid",

@@ -58,7 +58,8 @@ namespace ra_gpu
 {
 
 /* Threads of the per-(head, chunk) kernels, and the blocks per SM their
-   registers are capped for (80 registers either way).  3 blocks of 256
+   registers are capped for (80 registers either way; the gradients kernel
+   has its own cap, GRADS_MIN_BLOCKS).  3 blocks of 256
    rather than the 2 ptxas chose by itself made chunk64.bf16 fwd+bwd about
    10% faster on the H200; 6 blocks of 128 keep as many warps per SM and
    leave fewer of them waiting at the barriers of the steps that run one
@@ -79,16 +80,28 @@ struct head {
     float *o, *ht;
     float *dq, *dk; /* token stride ks = Hv*K (per value head) */
     float *dv, *dg, *dbeta, *dh0;
-    int64_t qs, vs, gs, ks;
+    int qs, vs, gs, ks; /* < 2^31 / (C + 1): checked by the launch */
 };
 
-__device__ inline head make_head(const ra_gpu_gdn_args &a, int64_t bh)
+/* The sizes a kernel instance is compiled for: FIX_ANY reads the chunk
+   length C and the head sizes K, V from its arguments; FIX_C64_KV128, the
+   production head (chunk 64, K = V = 128), has them as constants.  With
+   every size a constant, each workspace array of a (head, chunk) lies at a
+   constant offset from the slice base (an immediate of the load, not a
+   pointer held in registers), and the products' shapes and the
+   elementwise steps' index steps fold.  The arithmetic is the same, so
+   the bits are. */
+enum { FIX_ANY = 0, FIX_C64_KV128 = 1 };
+
+template <int FIX = FIX_ANY> __device__ inline head make_head(const ra_gpu_gdn_args &a, int64_t bh)
 {
     const ra_gdn_shape &s = a.s;
     const int64_t b = bh / s.Hv, hv = bh % s.Hv, hk = hv / (s.Hv / s.Hk);
     head h;
-    h.T = s.T, h.K = (int)s.K, h.V = (int)s.V, h.scale = a.scale;
-    h.qs = s.Hk * s.K, h.vs = s.Hv * s.V, h.gs = s.Hv, h.ks = s.Hv * s.K;
+    h.T = s.T, h.scale = a.scale;
+    h.K = FIX == FIX_C64_KV128 ? 128 : (int)s.K;
+    h.V = FIX == FIX_C64_KV128 ? 128 : (int)s.V;
+    h.qs = (int)(s.Hk * s.K), h.vs = (int)(s.Hv * s.V), h.gs = (int)s.Hv, h.ks = (int)(s.Hv * s.K);
     const int64_t qk0 = b * s.T * h.qs + hk * s.K, v0 = b * s.T * h.vs + hv * s.V,
                   g0 = b * s.T * h.gs + hv, k0 = b * s.T * h.ks + hv * s.K, st0 = bh * s.K * s.V;
     h.q = a.q + qk0, h.k = a.k + qk0, h.v = a.v + v0, h.g = a.g + g0, h.beta = a.beta + g0;
@@ -139,9 +152,14 @@ __host__ __device__ inline int64_t group_floats(int64_t nh, int64_t nch, int C, 
     return nh * nch * ws_chunk_len(C, K, V);
 }
 
-__device__ inline cws make_cws(const group &g, int K, int V, int64_t hl, int64_t c)
+/* The chunk length of instance FIX. */
+template <int FIX> __device__ __forceinline__ int fixed_C(const group &g)
 {
-    const int C = g.C;
+    return FIX == FIX_C64_KV128 ? 64 : g.C;
+}
+
+__device__ inline cws make_cws(const group &g, int C, int K, int V, int64_t hl, int64_t c)
+{
     cws w;
     w.C = C, w.K = K, w.V = V, w.inv = g.inv;
     float *p = g.ws + (hl * g.nch + c) * ws_chunk_len(C, K, V);
@@ -325,6 +343,16 @@ template <typename F> cudaError_t by_prec(int prec, F f)
         return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
+}
+
+/* Runs f(std::integral_constant<int, FIX>) for the instance that serves
+   group g of problem a (host side, inside by_prec's f). */
+template <typename F> void by_fix(const ra_gpu_gdn_args &a, const group &g, F f)
+{
+    if (g.C == 64 && a.s.K == 128 && a.s.V == 128)
+        f(std::integral_constant<int, FIX_C64_KV128>());
+    else
+        f(std::integral_constant<int, FIX_ANY>());
 }
 
 } // namespace ra_gpu

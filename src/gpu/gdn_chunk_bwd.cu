@@ -125,7 +125,8 @@ __device__ void pair_gates(float *dG, const float *z, int C, int L)
 /* Gradients of one chunk from its slice: S' (w.Sst), the end cotangent
    (w.dS), V', dV' and P. */
 template <int P>
-__device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, float *red)
+__device__ __forceinline__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L,
+                                            float *red)
 {
     const int C = w.C, K = w.K, V = w.V, KV = K * V;
     const float s = h.scale;
@@ -240,15 +241,22 @@ __device__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L, floa
     __syncthreads();
 }
 
-template <int P>
-__global__ void __launch_bounds__(CHUNK_THREADS, CHUNK_MIN_BLOCKS)
+/* The gradients kernel is capped for 4 blocks per SM, 128 registers: at
+   the other kernels' 80 it spilled 1004 bytes per thread (ptxas -v, bf16,
+   FIX_C64_KV128), at 128 none.  H200, B=1, T=8192, Hv=32, K=V=128,
+   chunk64.bf16 fwd+bwd: 15.09 ms capped for 6 blocks, 14.52 ms for 4. */
+constexpr int GRADS_MIN_BLOCKS = 4;
+
+template <int P, int FIX>
+__global__ void __launch_bounds__(CHUNK_THREADS, GRADS_MIN_BLOCKS)
     gdn_chunk_grads_kernel(const ra_gpu_gdn_args a, const group g)
 {
     __shared__ float red[DOT_LANES];
     int64_t hl, c;
     chunk_block(g, hl, c);
-    const head h = make_head(a, g.h0 + hl);
-    chunk_grads<P>(make_cws(g, h.K, h.V, hl, c), h, c * g.C, chunk_rows(h, g.C, c), red);
+    const head h = make_head<FIX>(a, g.h0 + hl);
+    const int C = fixed_C<FIX>(g);
+    chunk_grads<P>(make_cws(g, C, h.K, h.V, hl, c), h, c * C, chunk_rows(h, C, c), red);
 }
 
 } // namespace ra_gpu
@@ -259,6 +267,9 @@ cudaError_t ra_gpu_gdn_chunk_grads(int prec, const ra_gpu_gdn_args *a, const gro
 {
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
-        ra_gpu::gdn_chunk_grads_kernel<decltype(p)::value><<<grid, ra_gpu::CHUNK_THREADS>>>(*a, *g);
+        ra_gpu::by_fix(*a, *g, [&](auto f) {
+            ra_gpu::gdn_chunk_grads_kernel<decltype(p)::value, decltype(f)::value>
+                <<<grid, ra_gpu::CHUNK_THREADS>>>(*a, *g);
+        });
     });
 }

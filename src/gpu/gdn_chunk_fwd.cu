@@ -17,27 +17,29 @@
 namespace ra_gpu
 {
 
-template <int P>
+template <int P, int FIX>
 __global__ void __launch_bounds__(CHUNK_THREADS, CHUNK_MIN_BLOCKS)
     gdn_chunk_prep_kernel(const ra_gpu_gdn_args a, const group g)
 {
     int64_t hl, c;
     chunk_block(g, hl, c);
-    const head h = make_head(a, g.h0 + hl);
-    const cws w = make_cws(g, h.K, h.V, hl, c);
-    const int L = chunk_rows(h, g.C, c);
-    chunk_prep<P>(w, h, c * g.C, L);
-    chunk_p<P>(w, h, c * g.C, L);
+    const head h = make_head<FIX>(a, g.h0 + hl);
+    const int C = fixed_C<FIX>(g);
+    const cws w = make_cws(g, C, h.K, h.V, hl, c);
+    const int L = chunk_rows(h, C, c);
+    chunk_prep<P>(w, h, c * C, L);
+    chunk_p<P>(w, h, c * C, L);
 }
 
-template <int P>
+template <int P, int FIX>
 __global__ void __launch_bounds__(CHUNK_THREADS, CHUNK_MIN_BLOCKS)
     gdn_chunk_output_kernel(const ra_gpu_gdn_args a, const group g)
 {
     int64_t hl, c;
     chunk_block(g, hl, c);
-    const head h = make_head(a, g.h0 + hl);
-    chunk_output<P>(make_cws(g, h.K, h.V, hl, c), h, c * g.C, chunk_rows(h, g.C, c));
+    const head h = make_head<FIX>(a, g.h0 + hl);
+    const int C = fixed_C<FIX>(g);
+    chunk_output<P>(make_cws(g, C, h.K, h.V, hl, c), h, c * C, chunk_rows(h, C, c));
 }
 
 } // namespace ra_gpu
@@ -48,7 +50,10 @@ cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const grou
 {
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
-        ra_gpu::gdn_chunk_prep_kernel<decltype(p)::value><<<grid, ra_gpu::CHUNK_THREADS>>>(*a, *g);
+        ra_gpu::by_fix(*a, *g, [&](auto f) {
+            ra_gpu::gdn_chunk_prep_kernel<decltype(p)::value, decltype(f)::value>
+                <<<grid, ra_gpu::CHUNK_THREADS>>>(*a, *g);
+        });
     });
 }
 
@@ -56,7 +61,9 @@ cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const gr
 {
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
-        ra_gpu::gdn_chunk_output_kernel<decltype(p)::value>
-            <<<grid, ra_gpu::CHUNK_THREADS>>>(*a, *g);
+        ra_gpu::by_fix(*a, *g, [&](auto f) {
+            ra_gpu::gdn_chunk_output_kernel<decltype(p)::value, decltype(f)::value>
+                <<<grid, ra_gpu::CHUNK_THREADS>>>(*a, *g);
+        });
     });
 }

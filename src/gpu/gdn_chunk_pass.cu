@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     /* The second group of a chunk: K, U's columns, G (U and G are read
        after V' is formed, so they cannot share W's buffer turn). */
     auto issue2 = [&](int64_t c) {
-        const cws w = make_cws(g, K, V, hl, c);
+        const cws w = make_cws(g, C, K, V, hl, c);
         const int L = chunk_rows(h, C, c);
         tile_issue(tk, h.k + c * C * h.qs, h.qs, L, K);
         tile_async(Us, ldc, w.U + j0, V, L, nv);
@@ -254,7 +254,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     if (h.h0)
         copy_cols(S, ldc, h.h0 + j0, V, K, nv);
     {
-        const cws w0 = make_cws(g, K, V, hl, 0);
+        const cws w0 = make_cws(g, C, K, V, hl, 0);
         const int L0 = chunk_rows(h, C, 0);
         tile_issue(tw, w0.W, K, L0, K);
         cp_commit();
@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
         cp_commit();
     }
     for (int64_t c = 0; c < g.nch; c++) {
-        const cws w = make_cws(g, K, V, hl, c);
+        const cws w = make_cws(g, C, K, V, hl, c);
         const int64_t t0 = c * C;
         const int L = chunk_rows(h, C, c);
         const bool more = c + 1 < g.nch, full = L == C;
@@ -279,7 +279,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
         pass_mm<P, false>(full, Vp, ldc, tile_op(tw, w.W, K), Sst, L, nv, K, false);
         __syncthreads();
         if (more)
-            tile_issue(tw, make_cws(g, K, V, hl, c + 1).W, K, Ln, K);
+            tile_issue(tw, make_cws(g, C, K, V, hl, c + 1).W, K, Ln, K);
         cp_commit();
         cp_wait_all_but_last(); /* K, U, G of c */
         const float gl = Gs[L - 1], gC = expf(gl);
@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
         copy_cols(dS, ldc, h.dht + j0, V, K, nv);
     /* The first and second groups of a chunk: P, K, dO, G, gamma; then Q, W. */
     auto issue1 = [&](int64_t c) {
-        const cws w = make_cws(g, K, V, hl, c);
+        const cws w = make_cws(g, C, K, V, hl, c);
         const int L = chunk_rows(h, C, c);
         tile_issue(tp, w.P, C, L, L);
         tile_issue(tk, h.k + c * C * h.qs, h.qs, L, K);
@@ -346,7 +346,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
         tile_async(gams, C, w.gam, C, 1, L);
     };
     auto issue2 = [&](int64_t c) {
-        const cws w = make_cws(g, K, V, hl, c);
+        const cws w = make_cws(g, C, K, V, hl, c);
         const int L = chunk_rows(h, C, c);
         tile_issue(tq, h.q + c * C * h.qs, h.qs, L, K);
         tile_issue(tw, w.W, K, L, K);
@@ -356,7 +356,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     issue2(g.nch - 1);
     cp_commit();
     for (int64_t c = g.nch - 1; c >= 0; c--) {
-        const cws w = make_cws(g, K, V, hl, c);
+        const cws w = make_cws(g, C, K, V, hl, c);
         const int64_t t0 = c * C;
         const int L = chunk_rows(h, C, c);
         const bool full = L == C;
