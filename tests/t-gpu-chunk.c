@@ -20,8 +20,9 @@
 /*
  * special: ra_gpu_gdn_chunk_launch refuses a chunk length other than 64 or
  * 128, an unknown operand precision and an unknown inverse with RA_EINVAL
- * and a reason naming the value, before it touches the device (so this
- * part runs on machines without a GPU too).
+ * and a reason naming the value, a missing workspace, and token strides
+ * too wide for the kernels' int offsets, before it touches the device (so
+ * this part runs on machines without a GPU too).
  *
  * data: every chunked row of ra_gpu_gdn_rows (forward and backward) against
  * the certified MPFR reference, within twice its CPU twin's error or the
@@ -164,6 +165,25 @@ START_TEST(special_refusals)
             ra_gpu_gdn_chunk_launch(&good, &a, 0, i ? &fake : NULL, sizes[i], msg, sizeof msg),
             RA_EINVAL);
         ck_assert_msg(strstr(msg, "workspace") != NULL, "message '%s'", msg);
+    }
+    /* The kernels' token strides are int: refused once a chunk's last row,
+       64 rows of Hv*K floats past its first token, would overflow them.
+       Hv = 258111 is the widest head count that fits (258111 * 128 * 65 =
+       2147483520 <= 2^31 - 1): it passes that check and stops at the
+       missing workspace; one head more is refused as too wide. */
+    static const struct {
+        int64_t hv;
+        ra_status st;
+        const char *says;
+    } wide[] = {{258111, RA_EINVAL, "workspace"}, {258112, RA_EUNSUPPORTED, "token stride"}};
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++) {
+        ra_gpu_gdn_args w = a;
+        w.s = (ra_gdn_shape){1, 64, 1, wide[i].hv, 128, 128};
+        msg[0] = 0;
+        ck_assert_int_eq(ra_gpu_gdn_chunk_launch(&good, &w, 1, NULL, 0, msg, sizeof msg),
+                         wide[i].st);
+        ck_assert_msg(strstr(msg, wide[i].says) != NULL, "message '%s' lacks '%s'", msg,
+                      wide[i].says);
     }
 }
 END_TEST
