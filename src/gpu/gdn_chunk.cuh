@@ -87,10 +87,10 @@ struct head {
    length C and the head sizes K, V from its arguments; FIX_C64_KV128, the
    production head (chunk 64, K = V = 128), has them as constants.  With
    every size a constant, each workspace array of a (head, chunk) lies at a
-   constant offset from the slice base (an immediate of the load, not a
-   pointer held in registers), and the products' shapes and the
-   elementwise steps' index steps fold.  The arithmetic is the same, so
-   the bits are. */
+   constant offset from the slice base, and the products' shapes and the
+   elementwise steps' index steps fold: ptxas -v, bf16, prep spills 0
+   bytes against 228 in FIX_ANY, grads 1004 against 1256 at an 80-register
+   cap.  The arithmetic is the same, so the bits are. */
 enum { FIX_ANY = 0, FIX_C64_KV128 = 1 };
 
 template <int FIX = FIX_ANY> __device__ inline head make_head(const ra_gpu_gdn_args &a, int64_t bh)
