@@ -8,8 +8,8 @@
 # and backward of two small cases with grouped heads, h0 and a partial last
 # chunk under compute-sanitizer, K = V = 64 and K = V = 128 (the chunked
 # kernels' instance compiled for the production head), and prints one line
-# per run with the tool's ERROR SUMMARY.  Exit status: 0 when every run reports 0 errors, 1
-# otherwise, 77 without compute-sanitizer or a GPU.  Variants that run in a
+# per run with the tool's ERROR SUMMARY.  Exit status: 0 when every run
+# reports 0 errors, 1 otherwise, 77 without compute-sanitizer or a GPU.  Variants that run in a
 # child process are followed (--target-processes all).
 set -u
 recaudit=${1:-./recaudit}
