@@ -138,7 +138,7 @@ ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_ar
     for (int64_t h0 = 0; h0 < heads && e == cudaSuccess; h0 += per_group) {
         ra_gpu::group g;
         g.h0 = h0, g.nh = heads - h0 < per_group ? heads - h0 : per_group;
-        g.nch = nch, g.C = C, g.inv = (int)cfg->inverse, g.ws = ws;
+        g.nch = nch, g.C = C, g.inv = (int)cfg->inverse, g.bwd = bwd != 0, g.ws = ws;
         e = run_group(cfg, a, &g, bwd);
     }
     if (e == cudaSuccess)

@@ -140,10 +140,13 @@ __host__ __device__ inline int64_t ws_chunk_len(int C, int K, int V)
            ws_align(inv_scratch_len(C));
 }
 
-/* A group of heads [h0, h0 + nh) and its workspace: nh * nch chunk slices. */
+/* A group of heads [h0, h0 + nh) and its workspace: nh * nch chunk slices;
+   bwd when the gradients kernel will read the slices (a prep may leave out
+   what only the gradients need otherwise). */
 struct group {
     int64_t h0, nh, nch;
     int C, inv;
+    bool bwd;
     float *ws;
 };
 

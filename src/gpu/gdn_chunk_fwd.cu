@@ -48,6 +48,8 @@ using ra_gpu::group;
 
 cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
+    if (ra_gpu_gdn_chunk_prep_smem_serves(prec, a, g))
+        return ra_gpu_gdn_chunk_prep_smem(a, g);
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
         ra_gpu::by_fix(*a, *g, [&](auto f) {

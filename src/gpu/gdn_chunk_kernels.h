@@ -28,6 +28,12 @@ struct group;
    arrays.  Above the device's opt-in limit the pass cannot run. */
 int64_t ra_gpu_gdn_chunk_pass_bytes(int bwd, int C, int K);
 cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+/* The prep of gdn_chunk_prep_smem.cu: whether it serves the configuration
+   (bf16, chunk 64, K = V = 128, forward substitution, 16-byte aligned
+   inputs and workspace), and its launch; ra_gpu_gdn_chunk_prep calls it
+   where it serves. */
+bool ra_gpu_gdn_chunk_prep_smem_serves(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+cudaError_t ra_gpu_gdn_chunk_prep_smem(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
