@@ -48,8 +48,8 @@ using ra_gpu::group;
 
 cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
-    if (ra_gpu_gdn_chunk_prep_smem_serves(prec, a, g))
-        return ra_gpu_gdn_chunk_prep_smem(a, g);
+    if (ra_gpu_gdn_chunk_fwd_bf16_serves(prec, a, g))
+        return ra_gpu_gdn_chunk_prep_bf16(a, g);
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
         ra_gpu::by_fix(*a, *g, [&](auto f) {
@@ -61,6 +61,8 @@ cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const grou
 
 cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
+    if (ra_gpu_gdn_chunk_fwd_bf16_serves(prec, a, g))
+        return ra_gpu_gdn_chunk_output_bf16(a, g);
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
         ra_gpu::by_fix(*a, *g, [&](auto f) {

@@ -7,8 +7,10 @@
  * that fit the workspace and calls these in order for each group:
  * forward prep, states, output; backward prep, states, dstates, grads
  * (gdn_chunk.cuh says what each does).  gdn_chunk_fwd.cu holds prep and
- * output, gdn_chunk_bwd.cu grads, gdn_chunk_pass.cu the states and
- * dstates passes, each instantiated for the four operand precisions.  A launcher only enqueues its grid and returns the
+ * output (gdn_chunk_fwd_bf16.cu the production head's bf16 ones),
+ * gdn_chunk_bwd.cu grads, gdn_chunk_pass.cu the states and dstates
+ * passes, each instantiated for the four operand precisions.  A launcher
+ * only enqueues its grid and returns the
  * launch error (cudaErrorInvalidValue for an unknown precision).
  */
 
@@ -28,12 +30,14 @@ struct group;
    arrays.  Above the device's opt-in limit the pass cannot run. */
 int64_t ra_gpu_gdn_chunk_pass_bytes(int bwd, int C, int K);
 cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
-/* The prep of gdn_chunk_prep_smem.cu: whether it serves the configuration
-   (bf16, chunk 64, K = V = 128, forward substitution, 16-byte aligned
-   inputs and workspace), and its launch; ra_gpu_gdn_chunk_prep calls it
-   where it serves. */
-bool ra_gpu_gdn_chunk_prep_smem_serves(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
-cudaError_t ra_gpu_gdn_chunk_prep_smem(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+/* The bf16 prep and output of gdn_chunk_fwd_bf16.cu: whether they serve
+   the configuration (bf16, chunk 64, K = V = 128, forward substitution,
+   16-byte aligned tensors and workspace), and their launches;
+   ra_gpu_gdn_chunk_prep and ra_gpu_gdn_chunk_output call them where they
+   serve. */
+bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+cudaError_t ra_gpu_gdn_chunk_prep_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+cudaError_t ra_gpu_gdn_chunk_output_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);

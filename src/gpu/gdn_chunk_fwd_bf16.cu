@@ -1,0 +1,259 @@
+/* Chunked CUDA gdn: bf16 prep and output of the production head, tiles in shared memory. */
+
+/*
+ * chunk_prep + chunk_p and chunk_output (gdn_chunk.cuh) for the
+ * configuration the bench shapes run: bf16 operands, chunk 64,
+ * K = V = 128, T by forward substitution.  The general kernels pass every
+ * intermediate (Kb, A, D, T, Y, X, QS, about 260 KB per chunk with W, U,
+ * P) through the fp32 workspace and stage each product's panels again;
+ * here each kernel stages its operands once in shared memory as the bf16
+ * pair tiles of pair_tile.cuh and keeps the products in registers.  Only
+ * what later kernels read goes to the workspace: prep writes G, gamma, W,
+ * U and P in the forward, and Kb, Y, X, A, D and T too when the group runs
+ * the backward (group::bwd); output writes o alone.
+ *
+ * The arithmetic is that of the general kernels, so the bits are:
+ *   - every elementwise value is the same fp32 operation (__fmul_rn,
+ *     __fsub_rn, __fadd_rn, expf) on the same inputs;
+ *   - the products see the same bf16 operands in the same k-steps from
+ *     zero (warp_mm_pairs): A and P over the 128 features, W and U over
+ *     the chunk's L tokens, QS over the state's 128 rows, P V' over L;
+ *   - T comes from inv_fwdsubst_smem, the routine chunk_prep calls.
+ */
+
+#include "gpu/gdn_chunk.cuh"
+#include "gpu/gdn_chunk_kernels.h"
+#include "gpu/pair_tile.cuh"
+
+namespace ra_gpu
+{
+
+constexpr int PC = 64, PK = 128; /* the configuration's chunk and head size */
+constexpr int LDK = pair_ld<PK>(), LDC = pair_ld<PC>(); /* pair tiles along 128 and 64 */
+
+/* prep: 128 threads, each warp owning 16 rows of every product; shared
+   memory (69 KB, three blocks per SM):
+     vec  G, gamma, beta of the chunk's 64 tokens;
+     r1   K, Kb, Q along the features (for A and P); then the inverse's
+          scratch; then T along the tokens and Y^T, X^T (for W and U);
+     r3   A, masked, then T in place (fp32). */
+constexpr int PREP_THREADS = 128, PREP_BLOCKS = 3;
+constexpr int PREP_VEC = 3 * PC, PREP_R1 = 3 * PC * LDK, PREP_R3 = PC * PC;
+constexpr int PREP_WORDS = PREP_VEC + PREP_R1 + PREP_R3;
+static_assert(2 * PC * (PC + 1) <= PREP_R1, "the inverse's scratch fits r1");
+static_assert(PC * LDC + 2 * PK * LDC <= PREP_R1, "T, Y^T and X^T fit r1");
+
+/* D(i, j) = exp(G_i - G_j) on j <= i < L, else zero (chunk_prep's Dm). */
+__device__ __forceinline__ float decay(const float *G, int L, int i, int j)
+{
+    return (i < L && j <= i) ? expf(__fsub_rn(G[i], G[j])) : 0.f;
+}
+
+/* Stores the warp's rows (r0 = i0 + g, r0 + 8) < L of a product 128 wide
+   to dst (row stride ld), each value through f. */
+template <int NT, typename F>
+__device__ __forceinline__ void store_rows(float *dst, int ld, const float (&d)[NT][4], int i0,
+                                           int j0, int L, F f)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int i = i0 + g + 8 * h;
+        if (i < L)
+#pragma unroll
+            for (int u = 0; u < NT; u++) {
+                const int j = j0 + 8 * u + 2 * t;
+                *reinterpret_cast<float2 *>(dst + i * ld + j) =
+                    make_float2(f(i, j, d[u][2 * h]), f(i, j + 1, d[u][2 * h + 1]));
+            }
+    }
+}
+
+__global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
+    gdn_chunk_prep_bf16_kernel(const ra_gpu_gdn_args a, const group g)
+{
+    extern __shared__ __align__(16) uint32_t sm[];
+    float *G = reinterpret_cast<float *>(sm), *gam = G + PC, *bet = gam + PC;
+    uint32_t *r1 = sm + PREP_VEC;
+    float *r3 = reinterpret_cast<float *>(r1 + PREP_R1);
+    uint32_t *Kw = r1, *KBw = Kw + PC * LDK, *Qw = KBw + PC * LDK;
+    constexpr int NT = PREP_THREADS;
+
+    int64_t hl, c;
+    chunk_block(g, hl, c);
+    const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
+    const cws w = make_cws(g, PC, PK, PK, hl, c);
+    const int L = chunk_rows(h, PC, c), warp = threadIdx.x >> 5, i0 = 16 * warp;
+    const bool bwd = g.bwd;
+    const int64_t t0 = c * PC;
+    const float *k = h.k + t0 * h.qs, *q = h.q + t0 * h.qs, *v = h.v + t0 * h.vs,
+                *gg = h.g + t0 * h.gs, *beta = h.beta + t0 * h.gs;
+
+    for (int i = threadIdx.x; i < PC; i += NT)
+        bet[i] = i < L ? beta[i * h.gs] : 0.f, G[i] = 0.f;
+    __syncthreads();
+    if (threadIdx.x == 0) { /* the CPU's running sum, in its order */
+        float run = 0.f;
+#pragma unroll 8
+        for (int i = 0; i < L; i++) {
+            run = __fadd_rn(run, gg[i * h.gs]);
+            G[i] = run;
+        }
+    }
+    /* K, Kb = diag(beta) K, Q */
+    stage_rows<PC, PK, NT>(Kw, k, h.qs, L, PK, same4);
+    stage_rows<PC, PK, NT>(KBw, k, h.qs, L, PK, [&](int r, float4 x) { return scale4(x, bet[r]); });
+    stage_rows<PC, PK, NT>(Qw, q, h.qs, L, PK, same4);
+    __syncthreads();
+    for (int i = threadIdx.x; i < PC; i += NT) {
+        gam[i] = i < L ? expf(G[i]) : 0.f;
+        if (i < L)
+            w.G[i] = G[i], w.gam[i] = gam[i];
+    }
+
+    /* A = Kb K^T and P = Q K^T; the warp's column tiles past its diagonal
+       block are zero after the masks and are not computed. */
+    {
+        const int lane = threadIdx.x & 31, gq = lane >> 2, t = lane & 3, used = 2 * warp + 2;
+        float da[8][4], dp[8][4];
+        warp_mm_pairs<8>(da, KBw + i0 * LDK, LDK, Kw, LDK, PK, used);
+        warp_mm_pairs<8>(dp, Qw + i0 * LDK, LDK, Kw, LDK, PK, used);
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int i = i0 + gq + 8 * (e >> 1), j = 8 * u + 2 * t + (e & 1);
+                const bool on = u < used;
+                const float dm = on ? decay(G, L, i, j) : 0.f;
+                const float am = (on && i < L && j < i) ? __fmul_rn(da[u][e], dm) : 0.f;
+                r3[i * PC + j] = am;
+                if (i < L && j < L)
+                    w.P[i * PC + j] = (on && j <= i) ? __fmul_rn(dp[u][e], dm) : 0.f;
+                if (bwd)
+                    w.A[i * PC + j] = am, w.Dm[i * PC + j] = dm;
+            }
+    }
+    __syncthreads();
+    inv_fwdsubst_smem(r3, r3, PC, reinterpret_cast<float *>(r1)); /* ends synchronised */
+
+    /* T (st on j <= i < L), Y = diag(gamma) Kb, X = diag(beta) V */
+    uint32_t *Tw = r1, *Yw = Tw + PC * LDC, *Xw = Yw + PK * LDC;
+    for (int e = threadIdx.x; e < PC * PC / 2; e += NT) {
+        const int i = e / (PC / 2), j = 2 * (e % (PC / 2));
+        const float x0 = r3[i * PC + j], x1 = r3[i * PC + j + 1];
+        Tw[i * LDC + j / 2] = bf16x2_rn(x0, x1);
+        if (bwd)
+            *reinterpret_cast<float2 *>(w.T + i * PC + j) =
+                make_float2((i < L && j <= i) ? bf16_round(x0) : x0,
+                            (i < L && j + 1 <= i) ? bf16_round(x1) : x1);
+    }
+    stage_cols<PC, PK, NT>(Yw, k, h.qs, L,
+                           [&](int r, float4 x) { return scale4(scale4(x, bet[r]), gam[r]); });
+    stage_cols<PC, PK, NT>(Xw, v, h.vs, L, [&](int r, float4 x) { return scale4(x, bet[r]); });
+    if (bwd)
+        for (int e = threadIdx.x; e < L * PK / 4; e += NT) {
+            const int r = e / (PK / 4), c4 = 4 * (e % (PK / 4));
+            const float4 kb = scale4(*reinterpret_cast<const float4 *>(k + r * h.qs + c4), bet[r]);
+            *reinterpret_cast<float4 *>(w.Kb + r * PK + c4) = kb;
+            *reinterpret_cast<float4 *>(w.Y + r * PK + c4) = scale4(kb, gam[r]);
+            *reinterpret_cast<float4 *>(w.X + r * PK + c4) =
+                scale4(*reinterpret_cast<const float4 *>(v + r * h.vs + c4), bet[r]);
+        }
+    __syncthreads();
+
+    /* W = st(T Y), U = st(T X) over the L tokens */
+    const auto st_bf16 = [](int, int, float x) { return bf16_round(x); };
+    float d[16][4];
+    warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Yw, LDC, L, 16);
+    store_rows(w.W, PK, d, i0, 0, L, st_bf16);
+    warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Xw, LDC, L, 16);
+    store_rows(w.U, PK, d, i0, 0, L, st_bf16);
+}
+
+/* output: 256 threads; warp w owns rows 16 (w % 4) and the value columns
+   64 (w / 4) of o.  Shared memory (80 KB, two blocks per SM): Q along
+   the features, S'^T along the state rows (for Q S'), P along the tokens
+   and V'^T along the tokens (for P V'), gamma. */
+constexpr int OUT_THREADS = 256, OUT_BLOCKS = 2;
+constexpr int OUT_WORDS = PC * LDK + PK * LDK + PC * LDC + PK * LDC + PC;
+
+__global__ void __launch_bounds__(OUT_THREADS, OUT_BLOCKS)
+    gdn_chunk_output_bf16_kernel(const ra_gpu_gdn_args a, const group g)
+{
+    extern __shared__ __align__(16) uint32_t sm[];
+    uint32_t *Qw = sm, *Sw = Qw + PC * LDK, *Pw = Sw + PK * LDK, *Vw = Pw + PC * LDC;
+    float *gam = reinterpret_cast<float *>(Vw + PK * LDC);
+    constexpr int NT = OUT_THREADS;
+
+    int64_t hl, c;
+    chunk_block(g, hl, c);
+    const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
+    const cws w = make_cws(g, PC, PK, PK, hl, c);
+    const int L = chunk_rows(h, PC, c), warp = threadIdx.x >> 5;
+    const int i0 = 16 * (warp & 3), j0 = 64 * (warp >> 2);
+    const int64_t t0 = c * PC;
+    const float s = h.scale;
+
+    for (int i = threadIdx.x; i < PC; i += NT)
+        gam[i] = i < L ? w.gam[i] : 0.f;
+    stage_rows<PC, PK, NT>(Qw, h.q + t0 * h.qs, h.qs, L, PK, same4);
+    stage_cols<PK, PK, NT>(Sw, w.Sst, PK, PK, same4);
+    stage_rows<PC, PC, NT>(Pw, w.P, PC, L, L, same4);
+    stage_cols<PC, PK, NT>(Vw, w.Vp, PK, L, same4);
+    __syncthreads();
+
+    /* o = (gamma * (Q S')) s + (P V') s, column half by column half of
+       the warp's 64 to hold 32 accumulators per product */
+    float *o = h.o + t0 * h.vs;
+#pragma unroll 1
+    for (int jh = j0; jh < j0 + 64; jh += 32) {
+        float qs[4][4], pv[4][4];
+        warp_mm_pairs<4>(qs, Qw + i0 * LDK, LDK, Sw + jh * LDK, LDK, PK, 4);
+        warp_mm_pairs<4>(pv, Pw + i0 * LDC, LDC, Vw + jh * LDC, LDC, L, 4);
+        const int g8 = (threadIdx.x & 31) >> 2;
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                qs[u][e] = __fadd_rn(__fmul_rn(__fmul_rn(gam[i0 + g8 + 8 * (e >> 1)], qs[u][e]), s),
+                                     __fmul_rn(pv[u][e], s));
+        store_rows(o, h.vs, qs, i0, jh, L, [](int, int, float x) { return x; });
+    }
+}
+
+template <typename KER>
+static cudaError_t launch_smem(KER kernel, int threads, int words, const group *g,
+                               const ra_gpu_gdn_args *a)
+{
+    const size_t bytes = (size_t)words * sizeof(uint32_t);
+    cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e != cudaSuccess)
+        return e;
+    kernel<<<(unsigned)(g->nh * g->nch), threads, bytes>>>(*a, *g);
+    return cudaGetLastError();
+}
+
+} // namespace ra_gpu
+
+using ra_gpu::group;
+
+bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const group *g)
+{
+    auto al16 = [](const float *p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+    return prec == RA_GPU_PREC_BF16 && g->C == ra_gpu::PC && a->s.K == ra_gpu::PK &&
+           a->s.V == ra_gpu::PK && g->inv == RA_CPU_INV_FWDSUBST && al16(a->q) && al16(a->k) &&
+           al16(a->v) && (!a->o || al16(a->o)) && al16(g->ws);
+}
+
+cudaError_t ra_gpu_gdn_chunk_prep_bf16(const ra_gpu_gdn_args *a, const group *g)
+{
+    return ra_gpu::launch_smem(ra_gpu::gdn_chunk_prep_bf16_kernel, ra_gpu::PREP_THREADS,
+                               ra_gpu::PREP_WORDS, g, a);
+}
+
+cudaError_t ra_gpu_gdn_chunk_output_bf16(const ra_gpu_gdn_args *a, const group *g)
+{
+    return ra_gpu::launch_smem(ra_gpu::gdn_chunk_output_bf16_kernel, ra_gpu::OUT_THREADS,
+                               ra_gpu::OUT_WORDS, g, a);
+}
