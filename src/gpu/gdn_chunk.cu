@@ -124,8 +124,9 @@ ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_ar
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
             cudaSuccess) {
         cudaGetLastError();
-        return fail(msg, msglen, RA_EIO, "cuda gdn chunk: cannot read the device's shared memory "
-                                         "limit");
+        return fail(msg, msglen, RA_EIO,
+                    "cuda gdn chunk: cannot read the device's shared memory "
+                    "limit");
     }
     const int64_t smem = ra_gpu_gdn_chunk_pass_bytes(bwd, C, K);
     if (smem > optin)
@@ -139,6 +140,7 @@ ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_ar
         ra_gpu::group g;
         g.h0 = h0, g.nh = heads - h0 < per_group ? heads - h0 : per_group;
         g.nch = nch, g.C = C, g.inv = (int)cfg->inverse, g.bwd = bwd != 0, g.ws = ws;
+        g.wpairs = ra_gpu_gdn_chunk_fwd_bf16_serves((int)cfg->prec, a, &g);
         e = run_group(cfg, a, &g, bwd);
     }
     if (e == cudaSuccess)

@@ -128,6 +128,10 @@ struct cws {
     float *X, *U, *Vp, *QS, *dVp, *dX;            /* C x V */
     float *Sst, *dS;                              /* K x V: start state, end cotangent */
     float *inv_scr;                               /* inverse scratch */
+    /* W as a bf16 pair tile (pair_tile.cuh) for the states pass, when
+       group::wpairs: it lies in dQc, which only the gradients kernel
+       writes, after both passes. */
+    uint32_t *Wp;
 };
 
 __host__ __device__ inline int64_t ws_align(int64_t n) { return (n + 31) / 32 * 32; }
@@ -142,11 +146,12 @@ __host__ __device__ inline int64_t ws_chunk_len(int C, int K, int V)
 
 /* A group of heads [h0, h0 + nh) and its workspace: nh * nch chunk slices;
    bwd when the gradients kernel will read the slices (a prep may leave out
-   what only the gradients need otherwise). */
+   what only the gradients need otherwise), wpairs when the prep leaves W
+   as a bf16 pair tile too (cws::Wp, gdn_chunk_fwd_bf16.cu). */
 struct group {
     int64_t h0, nh, nch;
     int C, inv;
-    bool bwd;
+    bool bwd, wpairs;
     float *ws;
 };
 
@@ -182,6 +187,7 @@ __device__ inline cws make_cws(const group &g, int C, int K, int V, int64_t hl, 
     w.QS = take(CV), w.dVp = take(CV), w.dX = take(CV);
     w.Sst = take(KV), w.dS = take(KV);
     w.inv_scr = take(inv_scratch_len(C));
+    w.Wp = reinterpret_cast<uint32_t *>(w.dQc);
     return w;
 }
 

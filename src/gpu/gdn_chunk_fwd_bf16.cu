@@ -9,8 +9,10 @@
  * here each kernel stages its operands once in shared memory as the bf16
  * pair tiles of pair_tile.cuh and keeps the products in registers.  Only
  * what later kernels read goes to the workspace: prep writes G, gamma, W,
- * U and P in the forward, and Kb, Y, X, A, D and T too when the group runs
- * the backward (group::bwd); output writes o alone.
+ * U and P in the forward, W once more as the pair tile the states pass
+ * reads (cws::Wp: 17 KB to copy per chunk and column tile instead of 32,
+ * and no conversion in its fragments), and Kb, Y, X, A, D and T too when
+ * the group runs the backward (group::bwd); output writes o alone.
  *
  * The arithmetic is that of the general kernels, so the bits are:
  *   - every elementwise value is the same fp32 operation (__fmul_rn,
@@ -66,6 +68,21 @@ __device__ __forceinline__ void store_rows(float *dst, int ld, const float (&d)[
                 *reinterpret_cast<float2 *>(dst + i * ld + j) =
                     make_float2(f(i, j, d[u][2 * h]), f(i, j + 1, d[u][2 * h + 1]));
             }
+    }
+}
+
+/* The warp's rows < L of a product 128 wide as a pair tile along its
+   columns (the A operand of the states pass's V' = W S'). */
+__device__ __forceinline__ void store_pairs(uint32_t *dst, const float (&d)[16][4], int i0, int L)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int i = i0 + g + 8 * h;
+        if (i < L)
+#pragma unroll
+            for (int u = 0; u < 16; u++)
+                dst[i * LDK + 4 * u + t] = bf16x2_rn(d[u][2 * h], d[u][2 * h + 1]);
     }
 }
 
@@ -166,6 +183,7 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     float d[16][4];
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Yw, LDC, L, 16);
     store_rows(w.W, PK, d, i0, 0, L, st_bf16);
+    store_pairs(w.Wp, d, i0, L);
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Xw, LDC, L, 16);
     store_rows(w.U, PK, d, i0, 0, L, st_bf16);
 }

@@ -227,19 +227,31 @@ __device__ __forceinline__ void copy_cols(float *dst, int64_t ldd, const float *
     }
 }
 
-template <int P>
+template <int P, int FIX>
 __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     gdn_chunk_states_kernel(const ra_gpu_gdn_args a, const group g, const pass_layout pl)
 {
     extern __shared__ __align__(16) float smem[];
+    __builtin_assume(blockDim.x == PASS_THREADS);
     int64_t hl;
     int j0, nv;
     pass_cols(g, (int)a.s.V, pl.nc, hl, j0, nv);
-    const head h = make_head(a, g.h0 + hl);
-    const int K = h.K, V = h.V, C = g.C, ldc = pl.ldc;
+    const head h = make_head<FIX>(a, g.h0 + hl);
+    const int K = h.K, V = h.V, C = fixed_C<FIX>(g), ldc = pl.ldc;
     float *S = smem, *Sst = S + K * ldc, *Vp = Sst + K * ldc, *Us = Vp + C * ldc,
           *Gs = Us + C * ldc;
     const tile tw = pass_tile(smem, pl, 0), tk = pass_tile(smem, pl, 1);
+    /* W of a full chunk comes as the prep's bf16 pair tile when it left
+       one (group::wpairs): half the bytes, no conversion of A's words. */
+    constexpr int LDW = 128 / 2 + 4;
+    const bool wp = P == RA_GPU_PREC_BF16 && FIX == FIX_C64_KV128 && g.wpairs && tw.sm;
+    auto issue_w = [&](int64_t cc, int Lc) {
+        const cws wc = make_cws(g, C, K, V, hl, cc);
+        if (wp && Lc == C)
+            tile_async(tw.sm, LDW, reinterpret_cast<const float *>(wc.Wp), LDW, C, K / 2);
+        else
+            tile_issue(tw, wc.W, K, Lc, K);
+    };
     zero_cols(smem, ldc, 2 * K + 2 * C);
     __syncthreads();
     /* The second group of a chunk: K, U's columns, G (U and G are read
@@ -254,9 +266,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     if (h.h0)
         copy_cols(S, ldc, h.h0 + j0, V, K, nv);
     {
-        const cws w0 = make_cws(g, C, K, V, hl, 0);
-        const int L0 = chunk_rows(h, C, 0);
-        tile_issue(tw, w0.W, K, L0, K);
+        issue_w(0, chunk_rows(h, C, 0));
         cp_commit();
         issue2(0);
         cp_commit();
@@ -276,10 +286,14 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
                 w.Sst[r * V + j0 + j] = x;
         }
         cp_wait_all_but_last(); /* W(c) */
-        pass_mm<P, false>(full, Vp, ldc, tile_op(tw, w.W, K), Sst, L, nv, K, false);
+        if (wp && full)
+            mm_cols16_pairs(Vp, ldc, reinterpret_cast<const uint32_t *>(tw.sm), LDW, Sst, ldc, L, K,
+                            false);
+        else
+            pass_mm<P, false>(full, Vp, ldc, tile_op(tw, w.W, K), Sst, L, nv, K, false);
         __syncthreads();
         if (more)
-            tile_issue(tw, make_cws(g, C, K, V, hl, c + 1).W, K, Ln, K);
+            issue_w(c + 1, Ln);
         cp_commit();
         cp_wait_all_but_last(); /* K, U, G of c */
         const float gl = Gs[L - 1], gC = expf(gl);
@@ -315,16 +329,17 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
 /* One chunk of the dstates pass: the chunk's end cotangent (dS, K x nv
    in shared memory) into the slice, (1) dV' = s P^T dO + diag(delta) K dS
    into the slice, then (5) dS <- s Q^T diag(gamma) dO + gC dS - W^T dV'. */
-template <int P>
+template <int P, int FIX>
 __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     gdn_chunk_dstates_kernel(const ra_gpu_gdn_args a, const group g, const pass_layout pl)
 {
     extern __shared__ __align__(16) float smem[];
+    __builtin_assume(blockDim.x == PASS_THREADS);
     int64_t hl;
     int j0, nv;
     pass_cols(g, (int)a.s.V, pl.nc, hl, j0, nv);
-    const head h = make_head(a, g.h0 + hl);
-    const int K = h.K, V = h.V, C = g.C, ldc = pl.ldc;
+    const head h = make_head<FIX>(a, g.h0 + hl);
+    const int K = h.K, V = h.V, C = fixed_C<FIX>(g), ldc = pl.ldc;
     const float s = h.scale;
     float *dS = smem, *dSn = dS + K * ldc, *WtdV = dSn + K * ldc, *dVp = WtdV + K * ldc,
           *tV = dVp + C * ldc, *dOs = tV + C * ldc, *Gs = dOs + C * ldc, *gams = Gs + C;
@@ -457,9 +472,12 @@ template <bool BWD> static cudaError_t pass_run(int prec, const ra_gpu_gdn_args 
         return e;
     cudaError_t le = cudaSuccess;
     e = by_prec(prec, [&](auto p) {
-        constexpr int P = decltype(p)::value;
-        le = pass_launch(BWD ? gdn_chunk_dstates_kernel<P> : gdn_chunk_states_kernel<P>, grid, pl,
-                         a, g);
+        by_fix(*a, *g, [&](auto f) {
+            constexpr int P = decltype(p)::value, FIX = decltype(f)::value;
+            le = pass_launch(BWD ? gdn_chunk_dstates_kernel<P, FIX>
+                                 : gdn_chunk_states_kernel<P, FIX>,
+                             grid, pl, a, g);
+        });
     });
     return e != cudaSuccess ? e : le;
 }
