@@ -216,6 +216,25 @@ __device__ void blk_mm_direct(float *c, int64_t ldc, int64_t cbs, int m, int n, 
     }
 }
 
+/* The 16 x 8 output tiles of an m x 16 product (column arrays C, row
+   stride ldc), one warp each: d from C (acc) or zero, then
+   kstep(d, r0, col) (r0 = the lane's first row, col = the lane's B
+   column), then back to C. */
+template <typename KS>
+__device__ __forceinline__ void cols16_tiles(float *c, int ldc, int m, bool acc, KS kstep)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    for (int tile = threadIdx.x >> 5; tile < m / 8; tile += blockDim.x >> 5) {
+        const int r0 = (tile >> 1) * 16 + g, c0 = (tile & 1) * 8 + 2 * t;
+        float *c0p = c + r0 * ldc + c0, *c1p = c0p + 8 * ldc;
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        if (acc)
+            d[0] = c0p[0], d[1] = c0p[1], d[2] = c1p[0], d[3] = c1p[1];
+        kstep(d, r0, (tile & 1) * 8 + g);
+        c0p[0] = d[0], c0p[1] = d[1], c1p[0] = d[2], c1p[1] = d[3];
+    }
+}
+
 /* C (m x 16, row stride ldc) = (acc ? C : 0) + A B for a product whose
    every index is in range: m and kc multiples of 16, A(i, p) at
    a[i * lda + p] (a[p * lda + i] when TA), B(p, j) at b[p * ldb + j].
@@ -232,14 +251,8 @@ __device__ void mm_cols16(float *c, int ldc, const float *a, int lda, const floa
                          acc, 1);
         return;
     }
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    for (int tile = threadIdx.x >> 5; tile < m / 8; tile += blockDim.x >> 5) {
-        const int r0 = (tile >> 1) * 16 + g, c0 = (tile & 1) * 8 + 2 * t;
-        float *c0p = c + r0 * ldc + c0, *c1p = c0p + 8 * ldc;
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-        if (acc)
-            d[0] = c0p[0], d[1] = c0p[1], d[2] = c1p[0], d[3] = c1p[1];
-        const float *bc = b + (tile & 1) * 8 + g;
+    cols16_tiles(c, ldc, m, acc, [&](float(&d)[4], int r0, int col) {
+        const float *bc = b + col;
         if (TA) {
             const float *a0 = a + r0;
             mma_tile<P, 4>(
@@ -251,8 +264,7 @@ __device__ void mm_cols16(float *c, int ldc, const float *a, int lda, const floa
                 d, kc, [&](int h, int p) { return (h ? a1 : a0)[p]; },
                 [&](int p) { return bc[p * ldb]; });
         }
-        c0p[0] = d[0], c0p[1] = d[1], c1p[0] = d[2], c1p[1] = d[3];
-    }
+    });
 }
 
 /* mm_cols16<RA_GPU_PREC_BF16, false> with A a bf16 pair tile (pair_tile.cuh:
@@ -262,14 +274,9 @@ __device__ void mm_cols16(float *c, int ldc, const float *a, int lda, const floa
 __device__ inline void mm_cols16_pairs(float *c, int ldc, const uint32_t *a, int lda,
                                        const float *b, int ldb, int m, int kc, bool acc)
 {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    for (int tile = threadIdx.x >> 5; tile < m / 8; tile += blockDim.x >> 5) {
-        const int r0 = (tile >> 1) * 16 + g, c0 = (tile & 1) * 8 + 2 * t;
-        float *c0p = c + r0 * ldc + c0, *c1p = c0p + 8 * ldc;
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-        if (acc)
-            d[0] = c0p[0], d[1] = c0p[1], d[2] = c1p[0], d[3] = c1p[1];
-        const float *bc = b + (tile & 1) * 8 + g;
+    const int t = threadIdx.x & 3;
+    cols16_tiles(c, ldc, m, acc, [&](float(&d)[4], int r0, int col) {
+        const float *bc = b + col;
         const uint32_t *a0 = a + r0 * lda, *a1 = a0 + 8 * lda;
 #pragma unroll 4
         for (int k0 = 0; k0 < kc; k0 += 16) {
@@ -279,8 +286,7 @@ __device__ inline void mm_cols16_pairs(float *c, int ldc, const uint32_t *a, int
                                     bf16x2_rn(bc[kb * ldb], bc[(kb + 1) * ldb])};
             mma_bf16(d, fa, fb);
         }
-        c0p[0] = d[0], c0p[1] = d[1], c1p[0] = d[2], c1p[1] = d[3];
-    }
+    });
 }
 
 constexpr int MM_T = 64; /* staged output block side and contraction panel */

@@ -51,39 +51,44 @@ __device__ __forceinline__ float decay(const float *G, int L, int i, int j)
     return (i < L && j <= i) ? expf(__fsub_rn(G[i], G[j])) : 0.f;
 }
 
-/* Stores the warp's rows (r0 = i0 + g, r0 + 8) < L of a product 128 wide
-   to dst (row stride ld), each value through f. */
+/* f(i, u, d[u][2h], d[u][2h + 1]) for the warp's rows i = i0 + g + 8h
+   < L of a product held as NT 16 x 8 tiles (row i's columns 8u + 2t and
+   8u + 2t + 1 of the tile row). */
 template <int NT, typename F>
-__device__ __forceinline__ void store_rows(float *dst, int ld, const float (&d)[NT][4], int i0,
-                                           int j0, int L, F f)
+__device__ __forceinline__ void for_rows(const float (&d)[NT][4], int i0, int L, F f)
 {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int g = (threadIdx.x & 31) >> 2;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int i = i0 + g + 8 * h;
         if (i < L)
 #pragma unroll
-            for (int u = 0; u < NT; u++) {
-                const int j = j0 + 8 * u + 2 * t;
-                *reinterpret_cast<float2 *>(dst + i * ld + j) =
-                    make_float2(f(i, j, d[u][2 * h]), f(i, j + 1, d[u][2 * h + 1]));
-            }
+            for (int u = 0; u < NT; u++)
+                f(i, u, d[u][2 * h], d[u][2 * h + 1]);
     }
+}
+
+/* Stores the warp's rows < L of a product to dst (row stride ld) from
+   column j0, each value through f. */
+template <int NT, typename F>
+__device__ __forceinline__ void store_rows(float *dst, int ld, const float (&d)[NT][4], int i0,
+                                           int j0, int L, F f)
+{
+    const int t = threadIdx.x & 3;
+    for_rows(d, i0, L, [&](int i, int u, float x0, float x1) {
+        const int j = j0 + 8 * u + 2 * t;
+        *reinterpret_cast<float2 *>(dst + i * ld + j) = make_float2(f(i, j, x0), f(i, j + 1, x1));
+    });
 }
 
 /* The warp's rows < L of a product 128 wide as a pair tile along its
    columns (the A operand of the states pass's V' = W S'). */
 __device__ __forceinline__ void store_pairs(uint32_t *dst, const float (&d)[16][4], int i0, int L)
 {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int i = i0 + g + 8 * h;
-        if (i < L)
-#pragma unroll
-            for (int u = 0; u < 16; u++)
-                dst[i * LDK + 4 * u + t] = bf16x2_rn(d[u][2 * h], d[u][2 * h + 1]);
-    }
+    const int t = threadIdx.x & 3;
+    for_rows(d, i0, L, [&](int i, int u, float x0, float x1) {
+        dst[i * LDK + 4 * u + t] = bf16x2_rn(x0, x1);
+    });
 }
 
 __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
