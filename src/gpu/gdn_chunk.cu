@@ -125,8 +125,7 @@ ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_ar
             cudaSuccess) {
         cudaGetLastError();
         return fail(msg, msglen, RA_EIO,
-                    "cuda gdn chunk: cannot read the device's shared memory "
-                    "limit");
+                    "cuda gdn chunk: cannot read the device's shared memory limit");
     }
     const int64_t smem = ra_gpu_gdn_chunk_pass_bytes(bwd, C, K);
     if (smem > optin)

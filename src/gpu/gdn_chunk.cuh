@@ -150,8 +150,10 @@ __host__ __device__ inline int64_t ws_chunk_len(int C, int K, int V)
 
 /* A group of heads [h0, h0 + nh) and its workspace: nh * nch chunk slices;
    bwd when the gradients kernel will read the slices (a prep may leave out
-   what only the gradients need otherwise), wpairs when the prep leaves W
-   as a bf16 pair tile too (cws::Wp, gdn_chunk_fwd_bf16.cu). */
+   what only the gradients need otherwise), wpairs when the bf16
+   shared-memory prep and output of gdn_chunk_fwd_bf16.cu serve the group
+   (ra_gpu_gdn_chunk_fwd_bf16_serves), whose prep leaves W as a bf16 pair
+   tile too (cws::Wp). */
 struct group {
     int64_t h0, nh, nch;
     int C, inv;
@@ -253,6 +255,12 @@ __device__ __forceinline__ void ew_to(float *dst, int64_t ld, int rows, int cols
     ew(rows, cols, load, [dst, ld](int i, int j, float x) { dst[i * ld + j] = x; });
 }
 
+/* D(i, j) = exp(G_i - G_j) on j <= i < L, else zero. */
+__device__ __forceinline__ float decay(const float *G, int L, int i, int j)
+{
+    return (i < L && j <= i) ? expf(__fsub_rn(G[i], G[j])) : 0.f;
+}
+
 /* G, gamma, D, A, T, W, U of the chunk at token t0 (L rows). */
 template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t t0, int L)
 {
@@ -272,8 +280,7 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         w.gam[i] = expf(w.G[i]);
-    ew_to(w.Dm, C, C, C,
-          [&](int i, int j) { return (i < L && j <= i) ? expf(__fsub_rn(w.G[i], w.G[j])) : 0.f; });
+    ew_to(w.Dm, C, C, C, [&](int i, int j) { return decay(w.G, L, i, j); });
     ew_to(w.Kb, K, L, K, [&](int i, int j) { return __fmul_rn(k[i * h.qs + j], beta[i * h.gs]); });
     __syncthreads();
     blk_mm<P>(w.A, C, 0, L, L, K, mk(w.Kb, K, 1), mk(k, 1, h.qs), false);

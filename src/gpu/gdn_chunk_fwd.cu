@@ -48,7 +48,7 @@ using ra_gpu::group;
 
 cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
-    if (ra_gpu_gdn_chunk_fwd_bf16_serves(prec, a, g))
+    if (g->wpairs)
         return ra_gpu_gdn_chunk_prep_bf16(a, g);
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
@@ -61,7 +61,7 @@ cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const grou
 
 cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
-    if (ra_gpu_gdn_chunk_fwd_bf16_serves(prec, a, g))
+    if (g->wpairs)
         return ra_gpu_gdn_chunk_output_bf16(a, g);
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {

@@ -10,7 +10,7 @@
  * pair tiles of pair_tile.cuh and keeps the products in registers.  Only
  * what later kernels read goes to the workspace: prep writes G, gamma, W,
  * U and P in the forward, W once more as the pair tile the states pass
- * reads (cws::Wp: 17 KB to copy per chunk and column tile instead of 32,
+ * reads (cws::Wp: 16 KB to copy per chunk and column tile instead of 32,
  * and no conversion in its fragments), and Kb, Y, X, A, D and T too when
  * the group runs the backward (group::bwd); output writes o alone.
  *
@@ -44,12 +44,6 @@ constexpr int PREP_VEC = 3 * PC, PREP_R1 = 3 * PC * LDK, PREP_R3 = PC * PC;
 constexpr int PREP_WORDS = PREP_VEC + PREP_R1 + PREP_R3;
 static_assert(2 * PC * (PC + 1) <= PREP_R1, "the inverse's scratch fits r1");
 static_assert(PC * LDC + 2 * PK * LDC <= PREP_R1, "T, Y^T and X^T fit r1");
-
-/* D(i, j) = exp(G_i - G_j) on j <= i < L, else zero (chunk_prep's Dm). */
-__device__ __forceinline__ float decay(const float *G, int L, int i, int j)
-{
-    return (i < L && j <= i) ? expf(__fsub_rn(G[i], G[j])) : 0.f;
-}
 
 /* f(i, u, d[u][2h], d[u][2h + 1]) for the warp's rows i = i0 + g + 8h
    < L of a product held as NT 16 x 8 tiles (row i's columns 8u + 2t and
@@ -134,7 +128,7 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     }
 
     /* A = Kb K^T and P = Q K^T; the warp's column tiles past its diagonal
-       block are zero after the masks and are not computed. */
+       block (j > i: zero after the masks) are not computed. */
     {
         const int lane = threadIdx.x & 31, gq = lane >> 2, t = lane & 3, used = 2 * warp + 2;
         float da[8][4], dp[8][4];
@@ -145,12 +139,11 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int i = i0 + gq + 8 * (e >> 1), j = 8 * u + 2 * t + (e & 1);
-                const bool on = u < used;
-                const float dm = on ? decay(G, L, i, j) : 0.f;
-                const float am = (on && i < L && j < i) ? __fmul_rn(da[u][e], dm) : 0.f;
+                const float dm = decay(G, L, i, j);
+                const float am = (i < L && j < i) ? __fmul_rn(da[u][e], dm) : 0.f;
                 r3[i * PC + j] = am;
                 if (i < L && j < L)
-                    w.P[i * PC + j] = (on && j <= i) ? __fmul_rn(dp[u][e], dm) : 0.f;
+                    w.P[i * PC + j] = j <= i ? __fmul_rn(dp[u][e], dm) : 0.f;
                 if (bwd)
                     w.A[i * PC + j] = am, w.Dm[i * PC + j] = dm;
             }

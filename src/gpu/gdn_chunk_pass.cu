@@ -36,6 +36,7 @@
 
 #include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_chunk_kernels.h"
+#include "gpu/pair_tile.cuh"
 
 namespace ra_gpu
 {
@@ -243,7 +244,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     const tile tw = pass_tile(smem, pl, 0), tk = pass_tile(smem, pl, 1);
     /* W of a full chunk comes as the prep's bf16 pair tile when it left
        one (group::wpairs): half the bytes, no conversion of A's words. */
-    constexpr int LDW = 128 / 2 + 4;
+    constexpr int LDW = pair_ld<128>();
     const bool wp = P == RA_GPU_PREC_BF16 && FIX == FIX_C64_KV128 && g.wpairs && tw.sm;
     auto issue_w = [&](int64_t cc, int Lc) {
         const cws wc = make_cws(g, C, K, V, hl, cc);
