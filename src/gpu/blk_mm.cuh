@@ -14,9 +14,10 @@
  * bases advanced by their batch strides).  Transposes are strides, so one
  * routine serves every product of the chunked algorithm.
  *
- *   RA_GPU_PREC_IEEE    one thread per output element, an fmaf chain in
- *                       increasing p from zero or from C: exactly the CPU
- *                       twin's order, so the results agree bit for bit;
+ *   RA_GPU_PREC_IEEE    each output element an fmaf chain in increasing p
+ *                       from zero or from C: exactly the CPU twin's order,
+ *                       so the results agree bit for bit (a thread runs
+ *                       one chain, or several side by side);
  *   RA_GPU_PREC_TF32    16x8 output tiles per warp, mma m16n8k8 on
  *                       cvt.rna.tf32 operands, fp32 accumulator carried
  *                       across k-steps of 8;
@@ -54,12 +55,14 @@
  * 16 sees the same operands in the same order as the direct form, and the
  * IEEE chain runs in the same increasing p: the results are bit for bit
  * the same.  In bf16 the panels hold the operands already rounded (bf16
- * pairs, half the shared memory) and each warp computes 16 x 32 of the
- * block, reusing its A fragment over four mmas (same k-steps, same
- * operands: the same bits; H200, B=1, T=8192, Hv=32, K=V=128: chunk64.bf16
- * fwd+bwd 28.3 to 24.0 ms together with the dstates change of
- * gdn_chunk_pass.cu).  Panels are staged whole (zeros past the operand),
- * so their index arithmetic is shifts, and A's panel once for all column
+ * pairs, half the shared memory).  On the tensor cores each warp computes
+ * 16 x 32 of the block in bf16, reusing its A fragment over four mmas
+ * (same k-steps, same operands: the same bits; H200, B=1, T=8192, Hv=32,
+ * K=V=128: chunk64.bf16 fwd+bwd 28.3 to 24.0 ms together with the dstates
+ * change of gdn_chunk_pass.cu), 16 x 16 over two in tf32 and 3xtf32; in
+ * IEEE each thread runs the 16 chains of a 4 x 4 micro-tile
+ * (mm_block_panel_ieee).  Panels are staged whole (zeros past the
+ * operand), so their index arithmetic is shifts, and A's panel once for all column
  * blocks (contraction panels outside the column blocks).  The staged form
  * synchronises the block inside, which is why every thread must call it.
  * A third form, mm_cols16, serves the sequential passes' in-range
@@ -68,6 +71,7 @@
  */
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/gdn_cuda_cxx.h"
 #include "gpu/mma.cuh"
@@ -120,29 +124,40 @@ __device__ __forceinline__ void frag_store(const float (&d)[4], float *c, int64_
         c[r1 * ldc + c1] = d[3];
 }
 
-/* One k-step of 8 of a 16x8 tile in tf32 or 3xtf32 (x: A's fragment, y:
-   B's; d the running sum). */
+/* A tf32 or 3xtf32 fragment (A's four values or B's two) as the mma reads
+   it: the tf32 words, and in 3xtf32 the small parts too.  Formed once,
+   a fragment may feed several k-steps of the same operands. */
+template <int P, int N> struct tf32_frag {
+    uint32_t big[N], small[N]; /* small: 3xtf32 only */
+
+    __device__ __forceinline__ explicit tf32_frag(const float (&x)[N])
+    {
+#pragma unroll
+        for (int r = 0; r < N; r++) {
+            if constexpr (P == RA_GPU_PREC_TF32)
+                big[r] = tf32_rna(x[r]);
+            else
+                tf32_split(x[r], big[r], small[r]);
+        }
+    }
+};
+
+/* One k-step of 8 of a 16x8 tile in tf32 or 3xtf32 (fa: A's fragment,
+   fb: B's; d the running sum). */
 template <int P>
-__device__ __forceinline__ void mma_kstep_f32(float (&d)[4], const float (&x)[4],
-                                              const float (&y)[2])
+__device__ __forceinline__ void mma_kstep_f32(float (&d)[4], const tf32_frag<P, 4> &fa,
+                                              const tf32_frag<P, 2> &fb)
 {
     if constexpr (P == RA_GPU_PREC_TF32) {
-        const uint32_t fa[4] = {tf32_rna(x[0]), tf32_rna(x[1]), tf32_rna(x[2]), tf32_rna(x[3])};
-        const uint32_t fb[2] = {tf32_rna(y[0]), tf32_rna(y[1])};
-        mma_tf32(d, fa, fb);
+        mma_tf32(d, fa.big, fb.big);
     } else {
-        uint32_t ba[4], sa[4], bb[2], sb[2];
-        for (int r = 0; r < 4; r++)
-            tf32_split(x[r], ba[r], sa[r]);
-        for (int r = 0; r < 2; r++)
-            tf32_split(y[r], bb[r], sb[r]);
         /* The k-step's partial sum from zero in the tensor core (small
            terms first, as the CPU twin), then one RN add into the running
            sum: see the header comment. */
         float e[4] = {0.f, 0.f, 0.f, 0.f};
-        mma_tf32(e, sa, bb);
-        mma_tf32(e, ba, sb);
-        mma_tf32(e, ba, bb);
+        mma_tf32(e, fa.small, fb.big);
+        mma_tf32(e, fa.big, fb.small);
+        mma_tf32(e, fa.big, fb.big);
         for (int r = 0; r < 4; r++)
             d[r] = __fadd_rn(d[r], e[r]);
     }
@@ -174,7 +189,7 @@ __device__ __forceinline__ void mma_tile(float (&d)[4], int kc, LA la, LB lb)
         for (int k0 = 0; k0 < kc; k0 += 8) {
             const float x[4] = {la(0, k0 + t), la(1, k0 + t), la(0, k0 + t + 4), la(1, k0 + t + 4)};
             const float y[2] = {lb(k0 + t), lb(k0 + t + 4)};
-            mma_kstep_f32<P>(d, x, y);
+            mma_kstep_f32<P>(d, tf32_frag<P, 4>(x), tf32_frag<P, 2>(y));
         }
     }
 }
@@ -235,6 +250,38 @@ __device__ __forceinline__ void cols16_tiles(float *c, int ldc, int m, bool acc,
     }
 }
 
+/* mm_cols16 for IEEE: blk_mm_direct's fmaf chains (each element in
+   increasing p from C or zero), a thread running the four of rows y and
+   y + m/2, columns x and x + 8 side by side: two loads per two fmafs
+   where one thread per element made two per one, and four independent
+   chains in flight. */
+template <bool TA>
+__device__ void mm_cols16_ieee(float *c, int ldc, const float *a, int lda, const float *b, int ldb,
+                               int m, int kc, bool acc)
+{
+    const int h = m / 2;
+    for (int slot = threadIdx.x; slot < h * 8; slot += blockDim.x) {
+        const int x = slot % 8, y = slot / 8;
+        float *c0 = c + y * ldc + x, *c1 = c0 + h * ldc;
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        if (acc)
+            d[0] = c0[0], d[1] = c0[8], d[2] = c1[0], d[3] = c1[8];
+        /* A(y, p) at a0[p * sa], A(y + h, p) at a0[p * sa + ha] */
+        const int sa = TA ? lda : 1, ha = TA ? h : h * lda;
+        const float *a0 = a + (TA ? y : y * lda), *bx = b + x;
+#pragma unroll 4
+        for (int p = 0; p < kc; p++) {
+            const float u0 = a0[p * sa], u1 = a0[p * sa + ha], v0 = bx[p * ldb],
+                        v1 = bx[p * ldb + 8];
+            d[0] = fmaf(u0, v0, d[0]);
+            d[1] = fmaf(u0, v1, d[1]);
+            d[2] = fmaf(u1, v0, d[2]);
+            d[3] = fmaf(u1, v1, d[3]);
+        }
+        c0[0] = d[0], c0[8] = d[1], c1[0] = d[2], c1[8] = d[3];
+    }
+}
+
 /* C (m x 16, row stride ldc) = (acc ? C : 0) + A B for a product whose
    every index is in range: m and kc multiples of 16, A(i, p) at
    a[i * lda + p] (a[p * lda + i] when TA), B(p, j) at b[p * ldb + j].
@@ -247,8 +294,7 @@ __device__ void mm_cols16(float *c, int ldc, const float *a, int lda, const floa
                           int m, int kc, bool acc)
 {
     if (P == RA_GPU_PREC_IEEE) {
-        blk_mm_direct<P>(c, ldc, 0, m, 16, kc, TA ? mk(a, 1, lda) : mk(a, lda, 1), mk(b, ldb, 1),
-                         acc, 1);
+        mm_cols16_ieee<TA>(c, ldc, a, lda, b, ldb, m, kc, acc);
         return;
     }
     cols16_tiles(c, ldc, m, acc, [&](float(&d)[4], int r0, int col) {
@@ -355,15 +401,20 @@ __device__ void mm_stage(void *dst, const float *base, int64_t rs, int64_t cs, i
     }
 }
 
-/* mm_block_panel for bf16 on panels staged as pairs by mm_stage: each warp
-   computes 16 rows x 32 columns, one A fragment per k-step serving four
-   mmas.  Every output element sees the same mma k-steps on the same
-   operands as in blk_mm_direct, so the bits are the same. */
-__device__ inline void mm_block_panel_bf16(float *c, int64_t ldc, int i0, int j0, int mt, int nt,
-                                           int kt, bool from_c, const uint32_t *As,
-                                           const uint32_t *Bs)
+/* A staged output block for the tensor-core precisions: each warp
+   computes 16 rows x 8 NB columns, one A fragment per k-step serving NB
+   n-subtiles (bf16: panels staged as pairs by mm_stage, E = uint32_t, NB
+   4; tf32 and 3xtf32: floats, the fragment's tf32 words formed once for
+   the NB, and NB 2, since at 4 the prep and gradients kernels spilled
+   516 and 600 bytes at their register caps, ptxas -v).  Every output
+   element sees the same k-steps on the same operands as in
+   blk_mm_direct, so the bits are the same. */
+template <int P, typename E>
+__device__ inline void mm_block_panel_mma(float *c, int64_t ldc, int i0, int j0, int mt, int nt,
+                                          int kt, bool from_c, const E *As, const E *Bs)
 {
-    constexpr int NB = 4; /* n-subtiles of 8 per warp */
+    constexpr bool BF = P == RA_GPU_PREC_BF16;
+    constexpr int NB = BF ? 4 : 2, LD = BF ? MM_LDW : mm_ld<P>::v, KS = BF ? 16 : 8;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int tn = (nt + 8 * NB - 1) / (8 * NB), tiles = (mt + 15) / 16 * tn;
     float *cb = c + (int64_t)i0 * ldc + j0;
@@ -374,17 +425,29 @@ __device__ inline void mm_block_panel_bf16(float *c, int64_t ldc, int i0, int j0
 #pragma unroll
         for (int u = 0; u < NB; u++)
             frag_load(d[u], cb, ldc, r0, tj + 8 * u + 2 * t, mt, nt, from_c);
-        const uint32_t *a0 = As + r0 * MM_LDW, *a1 = As + r1 * MM_LDW;
-        for (int k0 = 0; k0 < kt; k0 += 16) {
-            const int wa = k0 / 2 + t, wb = wa + 4;
-            const uint32_t fa[4] = {a0[wa], a1[wa], a0[wb], a1[wb]};
+        const E *a0 = As + r0 * LD, *a1 = As + r1 * LD;
+        for (int k0 = 0; k0 < kt; k0 += KS) {
+            if constexpr (BF) {
+                const int wa = k0 / 2 + t, wb = wa + 4;
+                const uint32_t fa[4] = {a0[wa], a1[wa], a0[wb], a1[wb]};
 #pragma unroll
-            for (int u = 0; u < NB; u++)
-                if (tj + 8 * u < nt) {
-                    const uint32_t *bc = Bs + (tj + 8 * u + g) * MM_LDW;
-                    const uint32_t fb[2] = {bc[wa], bc[wb]};
-                    mma_bf16(d[u], fa, fb);
-                }
+                for (int u = 0; u < NB; u++)
+                    if (tj + 8 * u < nt) {
+                        const uint32_t *bc = Bs + (tj + 8 * u + g) * LD;
+                        const uint32_t fb[2] = {bc[wa], bc[wb]};
+                        mma_bf16(d[u], fa, fb);
+                    }
+            } else {
+                const float x[4] = {a0[k0 + t], a1[k0 + t], a0[k0 + t + 4], a1[k0 + t + 4]};
+                const tf32_frag<P, 4> fa(x);
+#pragma unroll
+                for (int u = 0; u < NB; u++)
+                    if (tj + 8 * u < nt) {
+                        const float *bc = Bs + (tj + 8 * u + g) * LD;
+                        const float y[2] = {bc[k0 + t], bc[k0 + t + 4]};
+                        mma_kstep_f32<P>(d[u], fa, tf32_frag<P, 2>(y));
+                    }
+            }
         }
 #pragma unroll
         for (int u = 0; u < NB; u++)
@@ -392,36 +455,52 @@ __device__ inline void mm_block_panel_bf16(float *c, int64_t ldc, int i0, int j0
     }
 }
 
-/* One staged output block (rows i0.., columns j0..) over the panel in
-   As (rows x p) and Bs (columns x p) at contraction offset k0. */
-template <int P>
-__device__ void mm_block_panel(float *c, int64_t ldc, int i0, int j0, int mt, int nt, int kt,
-                               bool from_c, const float *As, const float *Bs)
+/* mm_block_panel for IEEE: each output element is its fmaf chain in
+   increasing p from C or zero, as in blk_mm_direct; a thread runs the 16
+   chains of a 4 x 4 micro-tile (rows y + 16 r, columns x + 16 c) side by
+   side, so that each pair of shared-memory loads feeds four fmafs rather
+   than one (one thread per element was bound by those loads).  A warp's
+   16 columns sit in distinct banks (row stride 65), its two rows are
+   broadcasts.  Rows and columns past the block are computed on the
+   panel's zeros and not stored. */
+__device__ inline void mm_block_panel_ieee(float *c, int64_t ldc, int i0, int j0, int mt, int nt,
+                                           int kt, bool from_c, const float *As, const float *Bs)
 {
-    constexpr int LD = mm_ld<P>::v;
-    if (P == RA_GPU_PREC_IEEE) {
-        for (int e = threadIdx.x; e < mt * nt; e += blockDim.x) {
-            const int i = e / nt, j = e % nt;
-            float *cp = c + (int64_t)(i0 + i) * ldc + j0 + j;
-            float s = from_c ? *cp : 0.f;
-            for (int p = 0; p < kt; p++)
-                s = fmaf(As[i * LD + p], Bs[j * LD + p], s);
-            *cp = s;
+    constexpr int LD = MM_T + 1, R = 4, S = MM_T / R;
+    float *cb = c + (int64_t)i0 * ldc + j0;
+    for (int slot = threadIdx.x; slot < S * S; slot += blockDim.x) {
+        const int x = slot % S, y = slot / S;
+        if (y >= mt || x >= nt)
+            continue;
+        float d[R][R];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int q = 0; q < R; q++) {
+                const int i = y + S * r, j = x + S * q;
+                d[r][q] = (from_c && i < mt && j < nt) ? cb[i * ldc + j] : 0.f;
+            }
+        const float *a = As + y * LD, *b = Bs + x * LD;
+#pragma unroll 1
+        for (int p = 0; p < kt; p++) {
+            float u[R], v[R];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                u[r] = a[r * S * LD + p], v[r] = b[r * S * LD + p];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int q = 0; q < R; q++)
+                    d[r][q] = fmaf(u[r], v[q], d[r][q]);
         }
-        return;
-    }
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int tn = (nt + 7) / 8, tiles = (mt + 15) / 16 * tn;
-    for (int tile = threadIdx.x >> 5; tile < tiles; tile += blockDim.x >> 5) {
-        const int ti = tile / tn * 16, tj = tile % tn * 8;
-        const int r0 = ti + g, r1 = r0 + 8, c0 = tj + 2 * t;
-        float *cb = c + (int64_t)i0 * ldc + j0;
-        float d[4];
-        frag_load(d, cb, ldc, r0, c0, mt, nt, from_c);
-        const float *a0 = As + r0 * LD, *a1 = As + r1 * LD, *bc = Bs + (tj + g) * LD;
-        mma_tile<P>(
-            d, kt, [&](int h, int p) { return (h ? a1 : a0)[p]; }, [&](int p) { return bc[p]; });
-        frag_store(d, cb, ldc, r0, c0, mt, nt);
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int q = 0; q < R; q++) {
+                const int i = y + S * r, j = x + S * q;
+                if (i < mt && j < nt)
+                    cb[i * ldc + j] = d[r][q];
+            }
     }
 }
 
@@ -445,8 +524,11 @@ __device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc,
         blk_mm_direct<P>(c, ldc, cbs, m, n, kc, a, b, acc, batch);
         return;
     }
-    constexpr int LD = mm_ld<P>::v;
-    float *As = mm_smem<P>(), *Bs = As + MM_T * LD;
+    /* bf16 panels hold pairs (mm_stage), the others floats */
+    constexpr bool PAIR = P == RA_GPU_PREC_BF16;
+    constexpr int LD = PAIR ? MM_LDW : mm_ld<P>::v;
+    using E = std::conditional_t<PAIR, uint32_t, float>;
+    E *As = reinterpret_cast<E *>(mm_smem<P>()), *Bs = As + MM_T * LD;
     /* Contraction panels outermost after the row block: A's panel is
        staged once for all the column blocks; each output element still
        sees the panels in increasing k0, its partial sum kept in C. */
@@ -457,21 +539,15 @@ __device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc,
             for (int j0 = 0; j0 < n; j0 += MM_T) {
                 const int nt = n - j0 < MM_T ? n - j0 : MM_T;
                 __syncthreads(); /* the previous panel is consumed */
-                if (P == RA_GPU_PREC_BF16) {
-                    uint32_t *Aw = reinterpret_cast<uint32_t *>(As), *Bw = Aw + MM_T * MM_LDW;
-                    if (j0 == 0)
-                        mm_stage<MM_LDW, true>(Aw, a.p, a.rs, a.cs, i0, k0, m, kc);
-                    mm_stage<MM_LDW, true>(Bw, b.p, b.cs, b.rs, j0, k0, n, kc);
-                    __syncthreads();
-                    mm_block_panel_bf16(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, Aw, Bw);
-                    continue;
-                }
                 if (j0 == 0)
-                    mm_stage<LD, false>(As, a.p, a.rs, a.cs, i0, k0, m, kc);
+                    mm_stage<LD, PAIR>(As, a.p, a.rs, a.cs, i0, k0, m, kc);
                 /* B^T: rows j, columns p */
-                mm_stage<LD, false>(Bs, b.p, b.cs, b.rs, j0, k0, n, kc);
+                mm_stage<LD, PAIR>(Bs, b.p, b.cs, b.rs, j0, k0, n, kc);
                 __syncthreads();
-                mm_block_panel<P>(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, As, Bs);
+                if constexpr (P == RA_GPU_PREC_IEEE)
+                    mm_block_panel_ieee(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, As, Bs);
+                else
+                    mm_block_panel_mma<P>(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, As, Bs);
             }
         }
     }
