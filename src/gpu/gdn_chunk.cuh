@@ -132,10 +132,10 @@ struct cws {
     float *X, *U, *Vp, *QS, *dVp, *dX;            /* C x V */
     float *Sst, *dS;                              /* K x V: start state, end cotangent */
     float *inv_scr;                               /* inverse scratch */
-    /* W as a bf16 pair tile (pair_tile.cuh) for the states pass, when
-       group::wpairs: it lies in dQc, which only the gradients kernel
-       writes, after both passes. */
-    uint32_t *Wp;
+    /* W and K^T as bf16 pair tiles (pair_tile.cuh) for the states pass,
+       when group::wpairs: they lie in dQc and dKc, which only the
+       gradients kernel writes, after both passes. */
+    uint32_t *Wp, *Ktp;
 };
 
 __host__ __device__ inline int64_t ws_align(int64_t n) { return (n + 31) / 32 * 32; }
@@ -152,8 +152,8 @@ __host__ __device__ inline int64_t ws_chunk_len(int C, int K, int V)
    bwd when the gradients kernel will read the slices (a prep may leave out
    what only the gradients need otherwise), wpairs when the bf16
    shared-memory prep and output of gdn_chunk_fwd_bf16.cu serve the group
-   (ra_gpu_gdn_chunk_fwd_bf16_serves), whose prep leaves W as a bf16 pair
-   tile too (cws::Wp). */
+   (ra_gpu_gdn_chunk_fwd_bf16_serves), whose prep leaves W and K^T as bf16
+   pair tiles too (cws::Wp, cws::Ktp). */
 struct group {
     int64_t h0, nh, nch;
     int C, inv;
@@ -194,6 +194,7 @@ __device__ inline cws make_cws(const group &g, int C, int K, int V, int64_t hl, 
     w.Sst = take(KV), w.dS = take(KV);
     w.inv_scr = take(inv_scratch_len(C));
     w.Wp = reinterpret_cast<uint32_t *>(w.dQc);
+    w.Ktp = reinterpret_cast<uint32_t *>(w.dKc);
     return w;
 }
 

@@ -9,9 +9,10 @@
  * here each kernel stages its operands once in shared memory as the bf16
  * pair tiles of pair_tile.cuh and keeps the products in registers.  Only
  * what later kernels read goes to the workspace: prep writes G, gamma, W,
- * U and P in the forward, W once more as the pair tile the states pass
- * reads (cws::Wp: 16 KB to copy per chunk and column tile instead of 32,
- * and no conversion in its fragments), and Kb, Y, X, A, D and T too when
+ * U and P in the forward, W and K^T as the pair tiles the states pass
+ * reads (cws::Wp, cws::Ktp: 16 KB each to copy per chunk and column tile
+ * instead of 32, and no conversion in its fragments), and Kb, Y, X, A, D
+ * and T too when
  * the group runs the backward (group::bwd); output writes o alone.
  *
  * The arithmetic is that of the general kernels, so the bits are:
@@ -165,6 +166,7 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     stage_cols<PC, PK, NT>(Yw, k, h.qs, L,
                            [&](int r, float4 x) { return scale4(scale4(x, bet[r]), gam[r]); });
     stage_cols<PC, PK, NT>(Xw, v, h.vs, L, [&](int r, float4 x) { return scale4(x, bet[r]); });
+    stage_cols<PC, PK, NT>(w.Ktp, k, h.qs, L, same4); /* for the states pass */
     if (bwd)
         for (int e = threadIdx.x; e < L * PK / 4; e += NT) {
             const int r = e / (PK / 4), c4 = 4 * (e % (PK / 4));

@@ -242,10 +242,12 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     float *S = smem, *Sst = S + K * ldc, *Vp = Sst + K * ldc, *Us = Vp + C * ldc,
           *Gs = Us + C * ldc;
     const tile tw = pass_tile(smem, pl, 0), tk = pass_tile(smem, pl, 1);
-    /* W of a full chunk comes as the prep's bf16 pair tile when it left
-       one (group::wpairs): half the bytes, no conversion of A's words. */
-    constexpr int LDW = pair_ld<128>();
-    const bool wp = P == RA_GPU_PREC_BF16 && FIX == FIX_C64_KV128 && g.wpairs && tw.sm;
+    /* W and K^T of a full chunk come as the prep's bf16 pair tiles when
+       it left them (group::wpairs): half the bytes, no conversion of A's
+       words. */
+    constexpr int LDW = pair_ld<128>(), LDKT = pair_ld<64>();
+    const bool wp = P == RA_GPU_PREC_BF16 && FIX == FIX_C64_KV128 && g.wpairs && tw.sm,
+               kp = P == RA_GPU_PREC_BF16 && FIX == FIX_C64_KV128 && g.wpairs && tk.sm;
     auto issue_w = [&](int64_t cc, int Lc) {
         const cws wc = make_cws(g, C, K, V, hl, cc);
         if (wp && Lc == C)
@@ -260,7 +262,10 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     auto issue2 = [&](int64_t c) {
         const cws w = make_cws(g, C, K, V, hl, c);
         const int L = chunk_rows(h, C, c);
-        tile_issue(tk, h.k + c * C * h.qs, h.qs, L, K);
+        if (kp && L == C)
+            tile_async(tk.sm, LDKT, reinterpret_cast<const float *>(w.Ktp), LDKT, K, C / 2);
+        else
+            tile_issue(tk, h.k + c * C * h.qs, h.qs, L, K);
         tile_async(Us, ldc, w.U + j0, V, L, nv);
         tile_async(Gs, C, w.G, C, 1, L);
     };
@@ -316,7 +321,11 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
             *x = __fmul_rn(*x, gC);
         }
         __syncthreads();
-        pass_mm<P, true>(full, S, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), Vp, K, nv, L, true);
+        if (kp && full)
+            mm_cols16_pairs(S, ldc, reinterpret_cast<const uint32_t *>(tk.sm), LDKT, Vp, ldc, K, L,
+                            true);
+        else
+            pass_mm<P, true>(full, S, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), Vp, K, nv, L, true);
         __syncthreads();
         if (more)
             issue2(c + 1);
