@@ -133,9 +133,10 @@ struct cws {
     float *Sst, *dS;                              /* K x V: start state, end cotangent */
     float *inv_scr;                               /* inverse scratch */
     /* W and K^T as bf16 pair tiles (pair_tile.cuh) for the states pass,
-       when group::wpairs: they lie in dQc and dKc, which only the
-       gradients kernel writes, after both passes. */
-    uint32_t *Wp, *Ktp;
+       when group::wpairs, and Q^T and W^T for the dstates pass when the
+       group runs the backward too: they lie in dQc, dKc, dW and dY, which
+       only the gradients kernel writes, after both passes. */
+    uint32_t *Wp, *Ktp, *Qtp, *Wtp;
 };
 
 __host__ __device__ inline int64_t ws_align(int64_t n) { return (n + 31) / 32 * 32; }
@@ -153,7 +154,7 @@ __host__ __device__ inline int64_t ws_chunk_len(int C, int K, int V)
    what only the gradients need otherwise), wpairs when the bf16
    shared-memory prep and output of gdn_chunk_fwd_bf16.cu serve the group
    (ra_gpu_gdn_chunk_fwd_bf16_serves), whose prep leaves W and K^T as bf16
-   pair tiles too (cws::Wp, cws::Ktp). */
+   pair tiles too (cws::Wp, cws::Ktp), and Q^T and W^T when bwd. */
 struct group {
     int64_t h0, nh, nch;
     int C, inv;
@@ -195,6 +196,8 @@ __device__ inline cws make_cws(const group &g, int C, int K, int V, int64_t hl, 
     w.inv_scr = take(inv_scratch_len(C));
     w.Wp = reinterpret_cast<uint32_t *>(w.dQc);
     w.Ktp = reinterpret_cast<uint32_t *>(w.dKc);
+    w.Qtp = reinterpret_cast<uint32_t *>(w.dW);
+    w.Wtp = reinterpret_cast<uint32_t *>(w.dY);
     return w;
 }
 

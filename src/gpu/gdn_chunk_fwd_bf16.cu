@@ -11,8 +11,8 @@
  * what later kernels read goes to the workspace: prep writes G, gamma, W,
  * U and P in the forward, W and K^T as the pair tiles the states pass
  * reads (cws::Wp, cws::Ktp: 16 KB each to copy per chunk and column tile
- * instead of 32, and no conversion in its fragments), and Kb, Y, X, A, D
- * and T too when
+ * instead of 32, and no conversion in its fragments), and Kb, Y, X, A, D,
+ * T and the pair tiles Q^T, W^T the dstates pass reads too when
  * the group runs the backward (group::bwd); output writes o alone.
  *
  * The arithmetic is that of the general kernels, so the bits are:
@@ -84,6 +84,24 @@ __device__ __forceinline__ void store_pairs(uint32_t *dst, const float (&d)[16][
     for_rows(d, i0, L, [&](int i, int u, float x0, float x1) {
         dst[i * LDK + 4 * u + t] = bf16x2_rn(x0, x1);
     });
+}
+
+/* The same rows transposed, as a pair tile along the rows (128 rows of
+   LDC words: W^T for the dstates pass): rows 2p and 2p + 1 of a column
+   share a word, the odd row's value coming from the lane that holds it
+   (g + 1, four lanes on); rows at or past L are zero. */
+__device__ __forceinline__ void store_pairs_t(uint32_t *dst, const float (&d)[16][4], int i0, int L)
+{
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+#pragma unroll
+    for (int u = 0; u < 16; u++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int i = i0 + g + 8 * (e >> 1);
+            const float x = i < L ? d[u][e] : 0.f, y = __shfl_down_sync(0xffffffffu, x, 4);
+            if ((g & 1) == 0)
+                dst[(8 * u + 2 * t + (e & 1)) * LDC + i / 2] = bf16x2_rn(x, y);
+        }
 }
 
 __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
@@ -168,6 +186,8 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     stage_cols<PC, PK, NT>(Xw, v, h.vs, L, [&](int r, float4 x) { return scale4(x, bet[r]); });
     stage_cols<PC, PK, NT>(w.Ktp, k, h.qs, L, same4); /* for the states pass */
     if (bwd)
+        stage_cols<PC, PK, NT>(w.Qtp, q, h.qs, L, same4); /* for the dstates pass */
+    if (bwd)
         for (int e = threadIdx.x; e < L * PK / 4; e += NT) {
             const int r = e / (PK / 4), c4 = 4 * (e % (PK / 4));
             const float4 kb = scale4(*reinterpret_cast<const float4 *>(k + r * h.qs + c4), bet[r]);
@@ -184,6 +204,8 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Yw, LDC, L, 16);
     store_rows(w.W, PK, d, i0, 0, L, st_bf16);
     store_pairs(w.Wp, d, i0, L);
+    if (bwd) /* for the dstates pass */
+        store_pairs_t(w.Wtp, d, i0, L);
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Xw, LDC, L, 16);
     store_rows(w.U, PK, d, i0, 0, L, st_bf16);
 }

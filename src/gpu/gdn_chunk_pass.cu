@@ -356,6 +356,12 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     const tile tp = pass_tile(smem, pl, 0), tk = pass_tile(smem, pl, 1),
                tq = pass_tile(smem, pl, 2), tw = pass_tile(smem, pl, 3);
     const tile tdo{dOs, ldc};
+    /* Q and W of a full chunk, when not staged, are read in place as the
+       bf16 prep's pair tiles Q^T and W^T: half the bytes and no
+       conversion of A's words. */
+    constexpr int LDT = pair_ld<64>();
+    const bool pairs = P == RA_GPU_PREC_BF16 && FIX == FIX_C64_KV128 && g.wpairs;
+    const bool qp = pairs && !tq.sm, wp = pairs && !tw.sm;
     zero_cols(smem, ldc, 3 * K + 3 * C);
     __syncthreads();
     if (h.dht)
@@ -412,8 +418,15 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
             issue1(c - 1);
         cp_commit();
         cp_wait_all_but_last(); /* Q, W of c */
-        pass_mm<P, true>(full, dSn, ldc, tile_op(tq, h.q + t0 * h.qs, h.qs), tV, K, nv, L, false);
-        pass_mm<P, true>(full, WtdV, ldc, tile_op(tw, w.W, K), dVp, K, nv, L, false);
+        if (qp && full)
+            mm_cols16_pairs(dSn, ldc, w.Qtp, LDT, tV, ldc, K, L, false);
+        else
+            pass_mm<P, true>(full, dSn, ldc, tile_op(tq, h.q + t0 * h.qs, h.qs), tV, K, nv, L,
+                             false);
+        if (wp && full)
+            mm_cols16_pairs(WtdV, ldc, w.Wtp, LDT, dVp, ldc, K, L, false);
+        else
+            pass_mm<P, true>(full, WtdV, ldc, tile_op(tw, w.W, K), dVp, K, nv, L, false);
         __syncthreads();
         if (c > 0)
             issue2(c - 1);
