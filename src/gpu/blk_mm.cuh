@@ -62,12 +62,14 @@
  * change of gdn_chunk_pass.cu), 16 x 16 over two in tf32 and 3xtf32; in
  * IEEE each thread runs the 16 chains of a 4 x 4 micro-tile
  * (mm_block_panel_ieee).  Panels are staged whole (zeros past the
- * operand), so their index arithmetic is shifts, and A's panel once for all column
- * blocks (contraction panels outside the column blocks).  The staged form
- * synchronises the block inside, which is why every thread must call it.
- * A third form, mm_cols16, serves the sequential passes' in-range
- * 16-column products without bounds tests.  All three build their
- * fragments in mma_tile.
+ * operand), so their index arithmetic is shifts, and A's panel once for
+ * all column blocks (contraction panels outside the column blocks).  The
+ * staged form synchronises the block inside, which is why every thread
+ * must call it.  A third form, mm_cols16, serves the sequential passes'
+ * in-range 16-column products without bounds tests.  The direct form and
+ * mm_cols16 build their fragments in mma_tile; the staged blocks and the
+ * pair-tile products read theirs at the same positions, so that one A
+ * fragment serves several n-subtiles (IEEE: each form its own fmaf loop).
  */
 
 #include <cstdint>
@@ -166,10 +168,11 @@ __device__ __forceinline__ void mma_kstep_f32(float (&d)[4], const tf32_frag<P, 
 /* Every k-step of one 16x8 output tile (tensor-core precisions): la(h, p)
    is A(r0 + 8h, p) for the lane's rows r0 = i0 + g, r0 + 8, lb(p) is
    B(p, j0 + g), both zero outside the product; d carries the sum.  The
-   one place that forms fragments, so every form of the product (direct,
-   staged, the passes' full tiles) feeds the same operands to the same
-   k-steps.  UNROLL k-steps issue their loads together (the passes read
-   some operands from global memory). */
+   layout every form of the product follows (direct and mm_cols16 call
+   it; the staged blocks read the same positions to reuse A's fragment),
+   so that each feeds the same operands to the same k-steps.  UNROLL
+   k-steps issue their loads together (the passes read some operands
+   from global memory). */
 template <int P, int UNROLL = 1, typename LA, typename LB>
 __device__ __forceinline__ void mma_tile(float (&d)[4], int kc, LA la, LB lb)
 {
