@@ -27,45 +27,11 @@
  */
 
 #include "gpu/gdn_chunk.cuh"
+#include "gpu/gdn_chunk_grads.cuh"
 #include "gpu/gdn_chunk_kernels.h"
 
 namespace ra_gpu
 {
-
-/* sum_e x[e] y[e] as DOT_LANES fmaf chains (lane p over e = p mod
-   DOT_LANES) summed by a fixed pairwise tree: the same bits for any
-   blockDim (red holds DOT_LANES floats). */
-constexpr int DOT_LANES = 256;
-
-__device__ float blk_dot(const float *x, const float *y, int n, float *red)
-{
-    for (int p = threadIdx.x; p < DOT_LANES; p += blockDim.x) {
-        float s = 0.f;
-        for (int e = p; e < n; e += DOT_LANES)
-            s = fmaf(x[e], y[e], s);
-        red[p] = s;
-    }
-    __syncthreads();
-    for (int w = DOT_LANES / 2; w > 0; w /= 2) {
-        for (int p = threadIdx.x; p < w; p += blockDim.x)
-            red[p] = __fadd_rn(red[p], red[p + w]);
-        __syncthreads();
-    }
-    const float r = red[0];
-    __syncthreads();
-    return r;
-}
-
-/* sum_j x[j] y[j], one fmaf chain in increasing j (the CPU's row dot);
-   a loop of loads only, so they issue ahead of the chain. */
-__device__ __forceinline__ float row_dot(const float *x, const float *y, int n)
-{
-    float acc = 0.f;
-#pragma unroll 8
-    for (int j = 0; j < n; j++)
-        acc = fmaf(x[j], y[j], acc);
-    return acc;
-}
 
 /* term(i, j) <- coef(i) term(i, j), then dst(i, j) += term(i, j), for
    i < L, j < K (term row-major K wide, dst row stride ldd). */
@@ -106,20 +72,6 @@ __device__ __forceinline__ void pair_terms(float *x, float *z, const float *m, c
             if (j < i)
                 z[i * C + j] = r.y;
         });
-}
-
-/* dG[m] += sum_{j<m} z[m][j] - sum_{i>m} z[i][m], in the CPU's order. */
-__device__ void pair_gates(float *dG, const float *z, int C, int L)
-{
-    for (int m = threadIdx.x; m < L; m += blockDim.x) {
-        float acc = dG[m];
-        for (int j = 0; j < m; j++)
-            acc = __fadd_rn(acc, z[m * C + j]);
-        for (int i = m + 1; i < L; i++)
-            acc = __fsub_rn(acc, z[i * C + m]);
-        dG[m] = acc;
-    }
-    __syncthreads();
 }
 
 /* Gradients of one chunk from its slice: S' (w.Sst), the end cotangent
@@ -166,16 +118,8 @@ __device__ __forceinline__ void chunk_grads(const cws &w, const head &h, int64_t
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         w.tmp[i] = row_dot(k + i * h.qs, w.dKc + i * K, K);
     __syncthreads();
-    for (int m = threadIdx.x; m < L; m += blockDim.x) {
-        if (m < L - 1) {
-            dG[m] = __fsub_rn(dG[m], w.tmp[m]);
-            continue;
-        }
-        float acc = dG[m]; /* the CPU adds every row's term to dG[L-1] in turn */
-        for (int i = 0; i < L; i++)
-            acc = __fadd_rn(acc, w.tmp[i]);
-        dG[m] = __fsub_rn(acc, w.tmp[m]);
-    }
+    for (int m = threadIdx.x; m < L; m += blockDim.x)
+        dG[m] = delta_gate(dG[m], w.tmp, m, L);
     /* (5) the gC gate (the dS recursion ran in the dstates pass) */
     const float sd = blk_dot(w.dS, w.Sst, KV, red); /* synchronises */
     if (threadIdx.x == 0)
@@ -228,6 +172,9 @@ __device__ __forceinline__ void chunk_grads(const cws &w, const head &h, int64_t
         dbo[i * h.gs] = __fadd_rn(dbo[i * h.gs], row_dot(k + i * h.qs, w.tK + i * K, K));
     __syncthreads();
     /* (10) dg = reverse cumulative sum of dG */
+    /* rev_cumsum's loop (gdn_chunk_grads.cuh), written out: called here,
+       ptxas -v spilled in four instances of this kernel (tf32x3 and bf16
+       44 and 56 more bytes), whichever way the call was put */
     if (threadIdx.x == 0) {
         const float *__restrict__ src = dG;
         float *__restrict__ dst = dgo;
@@ -265,6 +212,8 @@ using ra_gpu::group;
 
 cudaError_t ra_gpu_gdn_chunk_grads(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
+    if (g->wpairs)
+        return ra_gpu_gdn_chunk_grads_bf16(a, g);
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
         ra_gpu::by_fix(*a, *g, [&](auto f) {

@@ -11,9 +11,10 @@
  * what later kernels read goes to the workspace: prep writes G, gamma, W,
  * U and P in the forward, W and K^T as the pair tiles the states pass
  * reads (cws::Wp, cws::Ktp: 16 KB each to copy per chunk and column tile
- * instead of 32, and no conversion in its fragments), and Kb, Y, X, A, D,
- * T and the pair tiles Q^T, W^T the dstates pass reads too when
- * the group runs the backward (group::bwd); output writes o alone.
+ * instead of 32, and no conversion in its fragments), and A, T and the
+ * pair tiles Q^T, W^T the dstates pass and grads (gdn_chunk_bwd_bf16.cu,
+ * which forms Kb, Y, X and D itself) read too when the group runs the
+ * backward (group::bwd); output writes o alone.
  *
  * The arithmetic is that of the general kernels, so the bits are:
  *   - every elementwise value is the same fp32 operation (__fmul_rn,
@@ -25,14 +26,12 @@
  */
 
 #include "gpu/gdn_chunk.cuh"
+#include "gpu/gdn_chunk_bf16.cuh"
 #include "gpu/gdn_chunk_kernels.h"
 #include "gpu/pair_tile.cuh"
 
 namespace ra_gpu
 {
-
-constexpr int PC = 64, PK = 128; /* the configuration's chunk and head size */
-constexpr int LDK = pair_ld<PK>(), LDC = pair_ld<PC>(); /* pair tiles along 128 and 64 */
 
 /* prep: 128 threads, each warp owning 16 rows of every product; shared
    memory (69 KB, three blocks per SM):
@@ -45,64 +44,6 @@ constexpr int PREP_VEC = 3 * PC, PREP_R1 = 3 * PC * LDK, PREP_R3 = PC * PC;
 constexpr int PREP_WORDS = PREP_VEC + PREP_R1 + PREP_R3;
 static_assert(2 * PC * (PC + 1) <= PREP_R1, "the inverse's scratch fits r1");
 static_assert(PC * LDC + 2 * PK * LDC <= PREP_R1, "T, Y^T and X^T fit r1");
-
-/* f(i, u, d[u][2h], d[u][2h + 1]) for the warp's rows i = i0 + g + 8h
-   < L of a product held as NT 16 x 8 tiles (row i's columns 8u + 2t and
-   8u + 2t + 1 of the tile row). */
-template <int NT, typename F>
-__device__ __forceinline__ void for_rows(const float (&d)[NT][4], int i0, int L, F f)
-{
-    const int g = (threadIdx.x & 31) >> 2;
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int i = i0 + g + 8 * h;
-        if (i < L)
-#pragma unroll
-            for (int u = 0; u < NT; u++)
-                f(i, u, d[u][2 * h], d[u][2 * h + 1]);
-    }
-}
-
-/* Stores the warp's rows < L of a product to dst (row stride ld) from
-   column j0, each value through f. */
-template <int NT, typename F>
-__device__ __forceinline__ void store_rows(float *dst, int ld, const float (&d)[NT][4], int i0,
-                                           int j0, int L, F f)
-{
-    const int t = threadIdx.x & 3;
-    for_rows(d, i0, L, [&](int i, int u, float x0, float x1) {
-        const int j = j0 + 8 * u + 2 * t;
-        *reinterpret_cast<float2 *>(dst + i * ld + j) = make_float2(f(i, j, x0), f(i, j + 1, x1));
-    });
-}
-
-/* The warp's rows < L of a product 128 wide as a pair tile along its
-   columns (the A operand of the states pass's V' = W S'). */
-__device__ __forceinline__ void store_pairs(uint32_t *dst, const float (&d)[16][4], int i0, int L)
-{
-    const int t = threadIdx.x & 3;
-    for_rows(d, i0, L, [&](int i, int u, float x0, float x1) {
-        dst[i * LDK + 4 * u + t] = bf16x2_rn(x0, x1);
-    });
-}
-
-/* The same rows transposed, as a pair tile along the rows (128 rows of
-   LDC words: W^T for the dstates pass): rows 2p and 2p + 1 of a column
-   share a word, the odd row's value coming from the lane that holds it
-   (g + 1, four lanes on); rows at or past L are zero. */
-__device__ __forceinline__ void store_pairs_t(uint32_t *dst, const float (&d)[16][4], int i0, int L)
-{
-    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-#pragma unroll
-    for (int u = 0; u < 16; u++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int i = i0 + g + 8 * (e >> 1);
-            const float x = i < L ? d[u][e] : 0.f, y = __shfl_down_sync(0xffffffffu, x, 4);
-            if ((g & 1) == 0)
-                dst[(8 * u + 2 * t + (e & 1)) * LDC + i / 2] = bf16x2_rn(x, y);
-        }
-}
 
 __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     gdn_chunk_prep_bf16_kernel(const ra_gpu_gdn_args a, const group g)
@@ -164,7 +105,7 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
                 if (i < L && j < L)
                     w.P[i * PC + j] = j <= i ? __fmul_rn(dp[u][e], dm) : 0.f;
                 if (bwd)
-                    w.A[i * PC + j] = am, w.Dm[i * PC + j] = dm;
+                    w.A[i * PC + j] = am;
             }
     }
     __syncthreads();
@@ -187,15 +128,6 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     stage_cols<PC, PK, NT>(w.Ktp, k, h.qs, L, same4); /* for the states pass */
     if (bwd)
         stage_cols<PC, PK, NT>(w.Qtp, q, h.qs, L, same4); /* for the dstates pass */
-    if (bwd)
-        for (int e = threadIdx.x; e < L * PK / 4; e += NT) {
-            const int r = e / (PK / 4), c4 = 4 * (e % (PK / 4));
-            const float4 kb = scale4(*reinterpret_cast<const float4 *>(k + r * h.qs + c4), bet[r]);
-            *reinterpret_cast<float4 *>(w.Kb + r * PK + c4) = kb;
-            *reinterpret_cast<float4 *>(w.Y + r * PK + c4) = scale4(kb, gam[r]);
-            *reinterpret_cast<float4 *>(w.X + r * PK + c4) =
-                scale4(*reinterpret_cast<const float4 *>(v + r * h.vs + c4), bet[r]);
-        }
     __syncthreads();
 
     /* W = st(T Y), U = st(T X) over the L tokens */
@@ -203,9 +135,9 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     float d[16][4];
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Yw, LDC, L, 16);
     store_rows(w.W, PK, d, i0, 0, L, st_bf16);
-    store_pairs(w.Wp, d, i0, L);
+    store_pairs<LDK>(w.Wp, d, i0, 0, L);
     if (bwd) /* for the dstates pass */
-        store_pairs_t(w.Wtp, d, i0, L);
+        store_pairs_t<LDC>(w.Wtp, d, i0, 0, L);
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Xw, LDC, L, 16);
     store_rows(w.U, PK, d, i0, 0, L, st_bf16);
 }
@@ -261,19 +193,6 @@ __global__ void __launch_bounds__(OUT_THREADS, OUT_BLOCKS)
     }
 }
 
-template <typename KER>
-static cudaError_t launch_smem(KER kernel, int threads, int words, const group *g,
-                               const ra_gpu_gdn_args *a)
-{
-    const size_t bytes = (size_t)words * sizeof(uint32_t);
-    cudaError_t e =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-    if (e != cudaSuccess)
-        return e;
-    kernel<<<(unsigned)(g->nh * g->nch), threads, bytes>>>(*a, *g);
-    return cudaGetLastError();
-}
-
 } // namespace ra_gpu
 
 using ra_gpu::group;
@@ -281,9 +200,23 @@ using ra_gpu::group;
 bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
     auto al16 = [](const float *p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
-    return prec == RA_GPU_PREC_BF16 && g->C == ra_gpu::PC && a->s.K == ra_gpu::PK &&
-           a->s.V == ra_gpu::PK && g->inv == RA_CPU_INV_FWDSUBST && al16(a->q) && al16(a->k) &&
-           al16(a->v) && (!a->o || al16(a->o)) && al16(g->ws);
+    if (!(prec == RA_GPU_PREC_BF16 && g->C == ra_gpu::PC && a->s.K == ra_gpu::PK &&
+          a->s.V == ra_gpu::PK && g->inv == RA_CPU_INV_FWDSUBST && al16(a->q) && al16(a->k) &&
+          al16(a->v) && (!a->o || al16(a->o)) && al16(g->ws)))
+        return false;
+    if (!g->bwd)
+        return true;
+    /* the backward's grads is then the bf16 one (the prep leaves out what
+       only the general one reads): its tensors and its shared memory */
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+            cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return al16(a->do_) && al16(a->dqv) && al16(a->dkv) && al16(a->dv) &&
+           ra_gpu_gdn_chunk_grads_bf16_bytes() <= optin;
 }
 
 cudaError_t ra_gpu_gdn_chunk_prep_bf16(const ra_gpu_gdn_args *a, const group *g)

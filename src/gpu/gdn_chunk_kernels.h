@@ -8,10 +8,9 @@
  * forward prep, states, output; backward prep, states, dstates, grads
  * (gdn_chunk.cuh says what each does).  gdn_chunk_fwd.cu holds prep and
  * output (gdn_chunk_fwd_bf16.cu the production head's bf16 ones),
- * gdn_chunk_bwd.cu grads, gdn_chunk_pass.cu the states and dstates
- * passes, each instantiated for the four operand precisions.  A launcher
- * only enqueues its grid and returns the
- * launch error (cudaErrorInvalidValue for an unknown precision).
+ * gdn_chunk_bwd.cu grads (gdn_chunk_bwd_bf16.cu the bf16 one), gdn_chunk_pass.cu the states and
+ * dstates passes, each instantiated for the four operand precisions.  A launcher only enqueues its
+ * grid and returns the launch error (cudaErrorInvalidValue for an unknown precision).
  */
 
 #include <cstdint>
@@ -38,6 +37,11 @@ cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const ra_g
 bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_prep_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_output_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+/* The bf16 gradients kernel of gdn_chunk_bwd_bf16.cu, which serves the
+   backward of the groups with wpairs (the serving test above asks for
+   its shared memory then), and the bytes of shared memory it takes. */
+cudaError_t ra_gpu_gdn_chunk_grads_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+int64_t ra_gpu_gdn_chunk_grads_bf16_bytes(void);
 cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);

@@ -56,6 +56,27 @@ __device__ __forceinline__ uint32_t bf16x2_rn(float lo, float hi)
     return r;
 }
 
+/* ldmatrix: four (x4) or two (x2) 8 x 8 matrices of b16 from shared
+   memory, each lane giving the address of one 16-byte row (lanes 8j to
+   8j + 7 the rows of matrix j; x2 reads the first 16 lanes' addresses);
+   lane l receives row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1, of
+   each matrix: the mma fragment layout. */
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint32_t *row)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const uint32_t *row)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(a));
+}
+
 /* x rounded to bf16 (nearest even) and widened back to fp32. */
 __device__ __forceinline__ float bf16_round(float x)
 {

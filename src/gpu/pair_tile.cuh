@@ -30,6 +30,18 @@ __device__ __forceinline__ float4 scale4(float4 v, float s)
     return make_float4(__fmul_rn(v.x, s), __fmul_rn(v.y, s), __fmul_rn(v.z, s), __fmul_rn(v.w, s));
 }
 
+/* Float4 loads a staging thread keeps in flight: it issues them all
+   before its first store, since a loop that stores each element before
+   loading the next waits a full memory latency per element (one block per
+   SM of the bf16 gradients kernel staged that way at a few loads in
+   flight per SM). */
+constexpr int STAGE_LOADS = 8;
+
+template <int N, int NT, int PER> __host__ __device__ constexpr int stage_batch()
+{
+    return (N + NT - 1) / NT < STAGE_LOADS / PER ? (N + NT - 1) / NT : STAGE_LOADS / PER;
+}
+
 /* Rows r < ROWS of x (COLS floats a row, stride ld) as pairs along the row
    into dst (pair_ld<COLS>() words a row): element (r, j) is f(r, x(r, j))
    for r < nr and j < nc, zero elsewhere (f maps a row's float4); nothing
@@ -38,19 +50,33 @@ template <int ROWS, int COLS, int NT, typename F>
 __device__ __forceinline__ void stage_rows(uint32_t *dst, const float *x, int ld, int nr, int nc,
                                            F f)
 {
-    constexpr int LD = pair_ld<COLS>(), Q = COLS / 4;
-    for (int e = threadIdx.x; e < ROWS * Q; e += NT) {
-        const int r = e / Q, c = 4 * (e % Q);
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (r < nr && c + 3 < nc) {
-            v = f(r, *reinterpret_cast<const float4 *>(x + r * ld + c));
-        } else if (r < nr && c < nc) { /* the row's last columns: no read past nc */
+    constexpr int LD = pair_ld<COLS>(), Q = COLS / 4, N = ROWS * Q, U = stage_batch<N, NT, 1>();
+    for (int e0 = threadIdx.x; e0 < N; e0 += U * NT) {
+        float4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int e = e0 + u * NT, r = e / Q, c = 4 * (e % Q);
             const float *xr = x + r * ld + c;
-            v = f(r, make_float4(xr[0], c + 1 < nc ? xr[1] : 0.f, c + 2 < nc ? xr[2] : 0.f, 0.f));
-            v.y = c + 1 < nc ? v.y : 0.f, v.z = c + 2 < nc ? v.z : 0.f, v.w = 0.f;
+            v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (e < N && r < nr && c + 3 < nc)
+                v[u] = *reinterpret_cast<const float4 *>(xr);
+            else if (e < N && r < nr && c < nc) /* the row's last columns: no read past nc */
+                v[u] = make_float4(xr[0], c + 1 < nc ? xr[1] : 0.f, c + 2 < nc ? xr[2] : 0.f, 0.f);
         }
-        dst[r * LD + c / 2] = bf16x2_rn(v.x, v.y);
-        dst[r * LD + c / 2 + 1] = bf16x2_rn(v.z, v.w);
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int e = e0 + u * NT, r = e / Q, c = 4 * (e % Q);
+            if (e >= N)
+                continue;
+            float4 y = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (r < nr && c < nc) {
+                y = f(r, v[u]);
+                y.y = c + 1 < nc ? y.y : 0.f, y.z = c + 2 < nc ? y.z : 0.f;
+                y.w = c + 3 < nc ? y.w : 0.f;
+            }
+            dst[r * LD + c / 2] = bf16x2_rn(y.x, y.y);
+            dst[r * LD + c / 2 + 1] = bf16x2_rn(y.z, y.w);
+        }
     }
 }
 
@@ -64,50 +90,198 @@ template <int ROWS, int COLS, int NT, typename F>
 __device__ __forceinline__ void stage_cols(uint32_t *dst, const float *x, int ld, int nr, F f)
 {
     constexpr int LD = pair_ld<ROWS>(), PW = ROWS / 32; /* warps across the row pairs */
+    constexpr int N = ROWS / 2 * COLS / 4, U = stage_batch<N, NT, 2>();
     static_assert(ROWS % 32 == 0 && COLS % 8 == 0, "whole warps of row pairs");
-    for (int e = threadIdx.x; e < ROWS / 2 * COLS / 4; e += NT) {
-        const int lane = e & 31, wi = e >> 5;
-        const int p = (lane & 15) + 16 * (wi % PW), c = (lane >> 4) + 2 * (wi / PW);
-        const int r0 = 2 * p, r1 = r0 + 1;
-        float4 v0 = make_float4(0.f, 0.f, 0.f, 0.f), v1 = v0;
-        if (r0 < nr)
-            v0 = f(r0, *reinterpret_cast<const float4 *>(x + r0 * ld + 4 * c));
-        if (r1 < nr)
-            v1 = f(r1, *reinterpret_cast<const float4 *>(x + r1 * ld + 4 * c));
-        uint32_t *d = dst + 4 * c * LD + p;
-        d[0] = bf16x2_rn(v0.x, v1.x);
-        d[LD] = bf16x2_rn(v0.y, v1.y);
-        d[2 * LD] = bf16x2_rn(v0.z, v1.z);
-        d[3 * LD] = bf16x2_rn(v0.w, v1.w);
+    for (int e0 = threadIdx.x; e0 < N; e0 += U * NT) {
+        float4 v[U][2];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int e = e0 + u * NT, lane = e & 31, wi = e >> 5;
+            const int p = (lane & 15) + 16 * (wi % PW), c = (lane >> 4) + 2 * (wi / PW);
+#pragma unroll
+            for (int b = 0; b < 2; b++) {
+                const int r = 2 * p + b;
+                v[u][b] = (e < N && r < nr) ? *reinterpret_cast<const float4 *>(x + r * ld + 4 * c)
+                                            : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int e = e0 + u * NT, lane = e & 31, wi = e >> 5;
+            const int p = (lane & 15) + 16 * (wi % PW), c = (lane >> 4) + 2 * (wi / PW);
+            if (e >= N)
+                continue;
+            const float4 v0 = 2 * p < nr ? f(2 * p, v[u][0]) : v[u][0],
+                         v1 = 2 * p + 1 < nr ? f(2 * p + 1, v[u][1]) : v[u][1];
+            uint32_t *d = dst + 4 * c * LD + p;
+            d[0] = bf16x2_rn(v0.x, v1.x);
+            d[LD] = bf16x2_rn(v0.y, v1.y);
+            d[2 * LD] = bf16x2_rn(v0.z, v1.z);
+            d[3 * LD] = bf16x2_rn(v0.w, v1.w);
+        }
     }
 }
 
 __device__ __forceinline__ float4 same4(int, float4 v) { return v; }
 
-/* d[u] = the 16 x 8 output tile (rows g, g + 8 of a, column 8u + g of b)
-   of A B, where a is the warp's 16 rows of A (pair tile, lda words a row)
-   and b the rows of B^T from its first column (ldb words a row), for the
-   first `used` of NT n-tiles (the rest stay zero), over the k-steps of 16
-   from zero while k0 < kc: blk_mm's loop for a contraction of kc. */
+/* d[u] += the 16 x 8 output tile (rows g, g + 8 of a, column 8u + g of
+   b) of A B, where a is the warp's 16 rows of A (pair tile, lda words a
+   row) and b the rows of B^T from its first column (ldb words a row), for
+   the first `used` of NT n-tiles, over the k-steps of 16 while k0 < kc:
+   blk_mm's loop for a contraction of kc, carrying d (blk_mm's acc, whose
+   fp32 partial sum in C is exact).  Both tiles are in shared memory with
+   16-byte aligned rows; the fragments come from ldmatrix, A's four words
+   in one x4 and B's two per n-tile two n-tiles to an x4: the words that
+   blk_mm's fragments hold (A(g, 2t..2t+1) and the like), in a quarter of
+   the shared-memory instructions of word loads (whose issue queue was the
+   products' main stall, ncu). */
+template <int NT>
+__device__ __forceinline__ void warp_mm_pairs_add(float (&d)[NT][4], const uint32_t *a, int lda,
+                                                  const uint32_t *b, int ldb, int kc, int used)
+{
+    const int lane = threadIdx.x & 31, lr = lane & 7;
+    /* A: matrix j = lane / 8 is rows 8 (j % 2), words 4 (j / 2) on;
+       B^T, two n-tiles u, u + 1: rows 8u + 8 (j / 2), words 4 (j % 2) on */
+    const uint32_t *ar = a + (lr + 8 * ((lane >> 3) & 1)) * lda + 4 * (lane >> 4);
+    const uint32_t *br = b + (lr + 8 * (lane >> 4)) * ldb + 4 * ((lane >> 3) & 1);
+    for (int k0 = 0; k0 < kc; k0 += 16) {
+        uint32_t fa[4];
+        ldmatrix_x4(fa, ar + k0 / 2);
+#pragma unroll
+        for (int u = 0; u < NT; u += 2) {
+            if (u + 1 < NT && u + 1 < used) {
+                uint32_t fb[4];
+                ldmatrix_x4(fb, br + 8 * u * ldb + k0 / 2);
+                const uint32_t f0[2] = {fb[0], fb[1]}, f1[2] = {fb[2], fb[3]};
+                mma_bf16(d[u], fa, f0);
+                mma_bf16(d[u + 1], fa, f1);
+            } else if (u < used) {
+                uint32_t fb[2];
+                ldmatrix_x2(fb, br + 8 * u * ldb + k0 / 2);
+                mma_bf16(d[u], fa, fb);
+            }
+        }
+    }
+}
+
+/* warp_mm_pairs_add from zero (the first `used` n-tiles; the rest stay
+   zero). */
 template <int NT>
 __device__ __forceinline__ void warp_mm_pairs(float (&d)[NT][4], const uint32_t *a, int lda,
                                               const uint32_t *b, int ldb, int kc, int used)
 {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const uint32_t *a0 = a + g * lda, *a1 = a0 + 8 * lda;
 #pragma unroll
     for (int u = 0; u < NT; u++)
         d[u][0] = d[u][1] = d[u][2] = d[u][3] = 0.f;
-    for (int k0 = 0; k0 < kc; k0 += 16) {
-        const int wa = k0 / 2 + t, wb = wa + 4;
-        const uint32_t fa[4] = {a0[wa], a1[wa], a0[wb], a1[wb]};
+    warp_mm_pairs_add(d, a, lda, b, ldb, kc, used);
+}
+
+/* f(i, u, d[u][2h], d[u][2h + 1]) for the warp's rows i = i0 + g + 8h
+   < L of a product held as NT 16 x 8 tiles (row i's columns 8u + 2t and
+   8u + 2t + 1 of the tile row). */
+template <int NT, typename F>
+__device__ __forceinline__ void for_rows(const float (&d)[NT][4], int i0, int L, F f)
+{
+    const int g = (threadIdx.x & 31) >> 2;
 #pragma unroll
-        for (int u = 0; u < NT; u++)
-            if (u < used) {
-                const uint32_t *bc = b + (8 * u + g) * ldb;
-                const uint32_t fb[2] = {bc[wa], bc[wb]};
-                mma_bf16(d[u], fa, fb);
-            }
+    for (int h = 0; h < 2; h++) {
+        const int i = i0 + g + 8 * h;
+        if (i < L)
+#pragma unroll
+            for (int u = 0; u < NT; u++)
+                f(i, u, d[u][2 * h], d[u][2 * h + 1]);
+    }
+}
+
+/* f(u, e, i, j) for every value d[u][e] of the warp's NT 16 x 8 tiles:
+   row i = i0 + g + 8 (e / 2), column j = j0 + 8u + 2t + e % 2 (the
+   product's indices). */
+template <int NT, typename F> __device__ __forceinline__ void for_frags(int i0, int j0, F f)
+{
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+#pragma unroll
+    for (int u = 0; u < NT; u++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            f(u, e, i0 + g + 8 * (e >> 1), j0 + 8 * u + 2 * t + (e & 1));
+}
+
+/* d[u][e] = f(i, j, d[u][e]) for every value (for_frags' indices). */
+template <int NT, typename F>
+__device__ __forceinline__ void map_frags(float (&d)[NT][4], int i0, int j0, F f)
+{
+    for_frags<NT>(i0, j0, [&](int u, int e, int i, int j) { d[u][e] = f(i, j, d[u][e]); });
+}
+
+/* Stores the warp's rows < L of a product to dst (row stride ld) from
+   column j0, each value through f. */
+template <int NT, typename F>
+__device__ __forceinline__ void store_rows(float *dst, int ld, const float (&d)[NT][4], int i0,
+                                           int j0, int L, F f)
+{
+    const int t = threadIdx.x & 3;
+    for_rows(d, i0, L, [&](int i, int u, float x0, float x1) {
+        const int j = j0 + 8 * u + 2 * t;
+        *reinterpret_cast<float2 *>(dst + i * ld + j) = make_float2(f(i, j, x0), f(i, j + 1, x1));
+    });
+}
+
+/* The warp's rows < L of a product as a pair tile along its columns
+   (LD words a row, columns from j0, even): the A operand of a product
+   over them. */
+template <int LD, int NT>
+__device__ __forceinline__ void store_pairs(uint32_t *dst, const float (&d)[NT][4], int i0, int j0,
+                                            int L)
+{
+    const int t = threadIdx.x & 3;
+    for_rows(d, i0, L, [&](int i, int u, float x0, float x1) {
+        dst[i * LD + j0 / 2 + 4 * u + t] = bf16x2_rn(x0, x1);
+    });
+}
+
+/* The same rows transposed, as a pair tile along the rows (a row of LD
+   words per column j0 + 8u + 2t + b; i0 even): the B^T of a product over
+   the rows.  Rows 2p and 2p + 1 of a column share a word, the odd row's
+   value coming from the lane that holds it (g + 1, four lanes on); rows
+   at or past L are zero.  Every lane of the warp must call it. */
+template <int LD, int NT>
+__device__ __forceinline__ void store_pairs_t(uint32_t *dst, const float (&d)[NT][4], int i0,
+                                              int j0, int L)
+{
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+#pragma unroll
+    for (int u = 0; u < NT; u++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int i = i0 + g + 8 * (e >> 1);
+            const float x = i < L ? d[u][e] : 0.f, y = __shfl_down_sync(0xffffffffu, x, 4);
+            if ((g & 1) == 0)
+                dst[(j0 + 8 * u + 2 * t + (e & 1)) * LD + i / 2] = bf16x2_rn(x, y);
+        }
+}
+
+/* Copies a pair tile of ROWS rows along COLS elements from src (an
+   earlier kernel's, in global memory, 16-byte aligned) to dst with NT
+   threads: the COLS / 2 words of each row, not the row's padding. */
+template <int ROWS, int COLS, int NT>
+__device__ __forceinline__ void copy_pair_tile(uint32_t *dst, const uint32_t *src)
+{
+    constexpr int LD = pair_ld<COLS>(), Q = COLS / 8; /* uint4 per row */
+    constexpr int N = ROWS * Q, U = stage_batch<N, NT, 1>();
+    for (int e0 = threadIdx.x; e0 < N; e0 += U * NT) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int e = e0 + u * NT;
+            if (e < N)
+                v[u] = *reinterpret_cast<const uint4 *>(src + e / Q * LD + 4 * (e % Q));
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int e = e0 + u * NT;
+            if (e < N)
+                *reinterpret_cast<uint4 *>(dst + e / Q * LD + 4 * (e % Q)) = v[u];
+        }
     }
 }
 
