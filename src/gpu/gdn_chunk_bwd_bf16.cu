@@ -6,7 +6,7 @@
  * kernel passes every intermediate (about 720 KB per chunk in fp32)
  * through the workspace and stages each product's panels from it again,
  * and there its warps wait on global loads.  Here one block per SM holds
- * the chunk's operands as bf16 pair tiles in shared memory (224 KB, reused
+ * the chunk's operands as bf16 pair tiles in shared memory (224 KiB, reused
  * over three phases), the products stay in registers (dk across the whole
  * kernel), and only the gradients go out.
  *
@@ -25,8 +25,9 @@
  * 512 threads: warp w takes rows 16 (w % 4) of every product, columns
  * 16 (w / 4) of an L x L one and 32 (w / 4) of an L x 128 one.
  *   A  dO, V', S'^T, dS^T, K^T, Q^T: (2) dP and its pair terms (dP' =
- *      dP . M, the gate terms into F), (3) dQc, dq, (4) dk, dKc; the row
- *      dots q.dQc and k.dKc and <dS, S'>, the gate sums so far;
+ *      dP . M, the gate terms into F2, summed beside (3) dQc and dq),
+ *      (4) dk, dKc; the row dots q.dQc and k.dKc and <dS, S'> beside
+ *      the staging of B, the gate sums so far;
  *   B  dV', X, T^T, dV'^T: (6) dW, (7) dT from X, dX, dv; then Y and T:
  *      dT from Y, dY, dk's delta term, row dots v.dX and k.dY;
  *   C  Kb^T: (8) Z = dT T^T, dA = T^T Z, (9) its pair terms, tK, dk, the
