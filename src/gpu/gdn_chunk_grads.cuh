@@ -58,7 +58,7 @@ __device__ inline float dot_tree(float *red)
 __device__ inline float blk_dot(const float *x, const float *y, int n, float *red)
 {
     for (int p = threadIdx.x; p < DOT_LANES; p += blockDim.x)
-        dot_lane<1>(x, y, n, red, p); /* the general kernel: more in flight spilled */
+        dot_lane<1>(x, y, n, red, p); /* the general kernel's loop as it was timed */
     return dot_tree(red);
 }
 

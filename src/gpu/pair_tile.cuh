@@ -133,8 +133,8 @@ __device__ __forceinline__ float4 same4(int, float4 v) { return v; }
    16-byte aligned rows; the fragments come from ldmatrix, A's four words
    in one x4 and B's two per n-tile two n-tiles to an x4: the words that
    blk_mm's fragments hold (A(g, 2t..2t+1) and the like), in a quarter of
-   the shared-memory instructions of word loads (whose issue queue was the
-   products' main stall, ncu). */
+   the shared-memory instructions of word loads (whose MIO throttle was
+   16.7% of the bf16 gradients kernel's stall samples, ncu). */
 template <int NT>
 __device__ __forceinline__ void warp_mm_pairs_add(float (&d)[NT][4], const uint32_t *a, int lda,
                                                   const uint32_t *b, int ldb, int kc, int used)
