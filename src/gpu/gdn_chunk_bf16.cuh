@@ -23,18 +23,26 @@ namespace ra_gpu
 constexpr int PC = 64, PK = 128; /* the configuration's chunk and head size */
 constexpr int LDK = pair_ld<PK>(), LDC = pair_ld<PC>(); /* pair tiles along 128 and 64 */
 
-/* Launches kernel(a, g) over the group's (head, chunk) blocks with
-   `words` 32-bit words of dynamic shared memory. */
+/* Launches kernel(a, g) on `blocks` blocks with `words` 32-bit words of
+   dynamic shared memory. */
 template <typename KER, typename A, typename G>
-cudaError_t launch_smem(KER kernel, int threads, int words, const G *g, const A *a)
+cudaError_t launch_blocks(KER kernel, unsigned blocks, int threads, int words, const G *g,
+                          const A *a)
 {
     const size_t bytes = (size_t)words * sizeof(uint32_t);
     cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
     if (e != cudaSuccess)
         return e;
-    kernel<<<(unsigned)(g->nh * g->nch), threads, bytes>>>(*a, *g);
+    kernel<<<blocks, threads, bytes>>>(*a, *g);
     return cudaGetLastError();
+}
+
+/* The same over the group's (head, chunk) blocks. */
+template <typename KER, typename A, typename G>
+cudaError_t launch_smem(KER kernel, int threads, int words, const G *g, const A *a)
+{
+    return launch_blocks(kernel, (unsigned)(g->nh * g->nch), threads, words, g, a);
 }
 
 } // namespace ra_gpu

@@ -22,7 +22,8 @@
  *   - the products see the same bf16 operands in the same k-steps from
  *     zero (warp_mm_pairs): A and P over the 128 features, W and U over
  *     the chunk's L tokens, QS over the state's 128 rows, P V' over L;
- *   - T comes from inv_fwdsubst_smem, the routine chunk_prep calls.
+ *   - T comes from inv_fwdsubst_cols, the chains of inv_fwdsubst_smem (the
+ *     routine chunk_prep calls) in another schedule.
  */
 
 #include "gpu/gdn_chunk.cuh"
@@ -66,13 +67,13 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
                 *gg = h.g + t0 * h.gs, *beta = h.beta + t0 * h.gs;
 
     for (int i = threadIdx.x; i < PC; i += NT)
-        bet[i] = i < L ? beta[i * h.gs] : 0.f, G[i] = 0.f;
+        bet[i] = i < L ? beta[i * h.gs] : 0.f, G[i] = i < L ? gg[i * h.gs] : 0.f;
     __syncthreads();
-    if (threadIdx.x == 0) { /* the CPU's running sum, in its order */
+    if (threadIdx.x == 0) { /* the CPU's running sum, in its order, over g staged in G */
         float run = 0.f;
 #pragma unroll 8
         for (int i = 0; i < L; i++) {
-            run = __fadd_rn(run, gg[i * h.gs]);
+            run = __fadd_rn(run, G[i]);
             G[i] = run;
         }
     }
@@ -109,7 +110,7 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
             }
     }
     __syncthreads();
-    inv_fwdsubst_smem(r3, r3, PC, reinterpret_cast<float *>(r1)); /* ends synchronised */
+    inv_fwdsubst_cols<PC>(r3, r3, reinterpret_cast<float *>(r1)); /* ends synchronised */
 
     /* T (st on j <= i < L), Y = diag(gamma) Kb, X = diag(beta) V */
     uint32_t *Tw = r1, *Yw = Tw + PC * LDC, *Xw = Yw + PK * LDC;

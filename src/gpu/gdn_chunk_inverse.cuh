@@ -91,6 +91,46 @@ __device__ inline void inv_fwdsubst_smem(float *t, const float *a, int n, float 
     __syncthreads();
 }
 
+/* inv_fwdsubst_smem for n = N <= 64 with the chains run column-wise
+   rather than entry by entry: once T_mj is known, every row i > m of
+   column j takes its term, T_ij's running sum s_i = fmaf(A_im, T_mj, s_i),
+   the sums held in registers.  Each s_i is still the fmaf chain in
+   increasing m from m = j, so the bits are inv_fwdsubst_smem's; but a
+   column's critical path is one fmaf per row instead of one per term
+   (n (n - 1) / 2 in the first column), and the terms of one step are
+   independent.  Threads N on wait at the final barrier. */
+template <int N> __device__ inline void inv_fwdsubst_cols(float *t, const float *a, float *sm)
+{
+    constexpr int ld = N + 1;
+    float *as = sm, *ts = sm + N * ld;
+    for (int e = threadIdx.x; e < N * N; e += blockDim.x)
+        as[e / N * ld + e % N] = a[e];
+    __syncthreads();
+    const int j = threadIdx.x;
+    if (j < N) {
+        float s[N];
+#pragma unroll
+        for (int i = 0; i < N; i++)
+            s[i] = 0.f;
+#pragma unroll
+        for (int m = 0; m < N; m++) {
+            if (m < j)
+                continue;
+            const float tm = m == j ? 1.f : -s[m];
+            ts[m * ld + j] = tm;
+#pragma unroll
+            for (int i = m + 1; i < N; i++)
+                s[i] = fmaf(as[i * ld + m], tm, s[i]);
+        }
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < N * N; e += blockDim.x) {
+        const int i = e / N, c = e % N;
+        t[e] = c <= i ? ts[i * ld + c] : 0.f;
+    }
+    __syncthreads();
+}
+
 /* e = I + x for nb 16x16 blocks stored contiguously. */
 __device__ inline void inv_eye_plus(float *e, const float *x, int nb)
 {

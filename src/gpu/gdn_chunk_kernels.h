@@ -42,6 +42,11 @@ cudaError_t ra_gpu_gdn_chunk_output_bf16(const ra_gpu_gdn_args *a, const ra_gpu:
    its shared memory then), and the bytes of shared memory it takes. */
 cudaError_t ra_gpu_gdn_chunk_grads_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 int64_t ra_gpu_gdn_chunk_grads_bf16_bytes(void);
+/* The passes of gdn_chunk_states_bf16.cu and gdn_chunk_dstates_bf16.cu,
+   which ra_gpu_gdn_chunk_states and ra_gpu_gdn_chunk_dstates run for the
+   groups with wpairs. */
+cudaError_t ra_gpu_gdn_chunk_states_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 
+#include "gpu/cp_async.cuh"
 #include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_chunk_kernels.h"
 #include "gpu/pair_tile.cuh"
@@ -54,28 +55,11 @@ constexpr int PASS_BLOCKS_PER_SM = 2;
    dstates 3.04 to 1.92 ms. */
 constexpr int PASS_THREADS = 256, PASS_COLS = 16;
 
-/* cp.async of 16 or 4 bytes, global to shared, and its group fences. */
-__device__ __forceinline__ void cp_async16(float *dst, const float *src)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d),
-                 "l"(__cvta_generic_to_global(src)));
-}
-
-__device__ __forceinline__ void cp_async4(float *dst, const float *src)
-{
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d),
-                 "l"(__cvta_generic_to_global(src)));
-}
-
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
 /* Waits until at most one group (the most recent) is in flight, then
    synchronises the block so that every thread's copies are visible. */
 __device__ __forceinline__ void cp_wait_all_but_last()
 {
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    cp_wait<1>();
     __syncthreads();
 }
 
@@ -517,10 +501,14 @@ int64_t ra_gpu_gdn_chunk_pass_bytes(int bwd, int C, int K)
 
 cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
+    if (g->wpairs)
+        return ra_gpu_gdn_chunk_states_bf16(a, g);
     return ra_gpu::pass_run<false>(prec, a, g);
 }
 
 cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
+    if (g->wpairs)
+        return ra_gpu_gdn_chunk_dstates_bf16(a, g);
     return ra_gpu::pass_run<true>(prec, a, g);
 }

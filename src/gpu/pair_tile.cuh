@@ -124,43 +124,90 @@ __device__ __forceinline__ void stage_cols(uint32_t *dst, const float *x, int ld
 
 __device__ __forceinline__ float4 same4(int, float4 v) { return v; }
 
+/* This lane's row address in B^T (pair tile, ldb words a row) for
+   mma_ntiles: two n-tiles u, u + 1 to an ldmatrix x4, matrix j = lane / 8
+   being rows 8u + 8 (j / 2), words 4 (j % 2) on. */
+__device__ __forceinline__ const uint32_t *bt_lane_row(const uint32_t *b, int ldb)
+{
+    const int lane = threadIdx.x & 31;
+    return b + ((lane & 7) + 8 * (lane >> 4)) * ldb + 4 * ((lane >> 3) & 1);
+}
+
+/* One k-step of the first `used` of NT n-tiles: d[u] += fa times the
+   16 x 8 slice of B whose B^T rows start at br (bt_lane_row, advanced to
+   the k-step's words).  B's fragments come from ldmatrix, two n-tiles to
+   an x4 (the words blk_mm's fragments hold, in a quarter of the
+   shared-memory instructions of word loads, whose MIO throttle was 16.7%
+   of the bf16 gradients kernel's stall samples, ncu). */
+template <int NT>
+__device__ __forceinline__ void mma_ntiles(float (&d)[NT][4], const uint32_t (&fa)[4],
+                                           const uint32_t *br, int ldb, int used)
+{
+#pragma unroll
+    for (int u = 0; u < NT; u += 2) {
+        if (u + 1 < NT && u + 1 < used) {
+            uint32_t fb[4];
+            ldmatrix_x4(fb, br + 8 * u * ldb);
+            const uint32_t f0[2] = {fb[0], fb[1]}, f1[2] = {fb[2], fb[3]};
+            mma_bf16(d[u], fa, f0);
+            mma_bf16(d[u + 1], fa, f1);
+        } else if (u < used) {
+            uint32_t fb[2];
+            ldmatrix_x2(fb, br + 8 * u * ldb);
+            mma_bf16(d[u], fa, fb);
+        }
+    }
+}
+
 /* d[u] += the 16 x 8 output tile (rows g, g + 8 of a, column 8u + g of
    b) of A B, where a is the warp's 16 rows of A (pair tile, lda words a
    row) and b the rows of B^T from its first column (ldb words a row), for
    the first `used` of NT n-tiles, over the k-steps of 16 while k0 < kc:
    blk_mm's loop for a contraction of kc, carrying d (blk_mm's acc, whose
    fp32 partial sum in C is exact).  Both tiles are in shared memory with
-   16-byte aligned rows; the fragments come from ldmatrix, A's four words
-   in one x4 and B's two per n-tile two n-tiles to an x4: the words that
-   blk_mm's fragments hold (A(g, 2t..2t+1) and the like), in a quarter of
-   the shared-memory instructions of word loads (whose MIO throttle was
-   16.7% of the bf16 gradients kernel's stall samples, ncu). */
+   16-byte aligned rows; A's four words come from one ldmatrix x4. */
 template <int NT>
 __device__ __forceinline__ void warp_mm_pairs_add(float (&d)[NT][4], const uint32_t *a, int lda,
                                                   const uint32_t *b, int ldb, int kc, int used)
 {
     const int lane = threadIdx.x & 31, lr = lane & 7;
-    /* A: matrix j = lane / 8 is rows 8 (j % 2), words 4 (j / 2) on;
-       B^T, two n-tiles u, u + 1: rows 8u + 8 (j / 2), words 4 (j % 2) on */
+    /* A: matrix j = lane / 8 is rows 8 (j % 2), words 4 (j / 2) on */
     const uint32_t *ar = a + (lr + 8 * ((lane >> 3) & 1)) * lda + 4 * (lane >> 4);
-    const uint32_t *br = b + (lr + 8 * (lane >> 4)) * ldb + 4 * ((lane >> 3) & 1);
+    const uint32_t *br = bt_lane_row(b, ldb);
     for (int k0 = 0; k0 < kc; k0 += 16) {
         uint32_t fa[4];
         ldmatrix_x4(fa, ar + k0 / 2);
+        mma_ntiles(d, fa, br + k0 / 2, ldb, used);
+    }
+}
+
+/* warp_mm_pairs_add with A's fragments in registers, fa[s] those of
+   k-step s (KS of them, the k-steps while 16 s < kc taken). */
+template <int NT, int KS>
+__device__ __forceinline__ void warp_mm_regs_add(float (&d)[NT][4], const uint32_t (&fa)[KS][4],
+                                                 const uint32_t *b, int ldb, int kc, int used)
+{
+    const uint32_t *br = bt_lane_row(b, ldb);
 #pragma unroll
-        for (int u = 0; u < NT; u += 2) {
-            if (u + 1 < NT && u + 1 < used) {
-                uint32_t fb[4];
-                ldmatrix_x4(fb, br + 8 * u * ldb + k0 / 2);
-                const uint32_t f0[2] = {fb[0], fb[1]}, f1[2] = {fb[2], fb[3]};
-                mma_bf16(d[u], fa, f0);
-                mma_bf16(d[u + 1], fa, f1);
-            } else if (u < used) {
-                uint32_t fb[2];
-                ldmatrix_x2(fb, br + 8 * u * ldb + k0 / 2);
-                mma_bf16(d[u], fa, fb);
-            }
-        }
+    for (int s = 0; s < KS; s++)
+        if (16 * s < kc)
+            mma_ntiles(d, fa[s], br + 8 * s, ldb, used);
+}
+
+/* The A fragments of k-steps over a product held as 2 KS n-tiles d (16 x
+   8 accumulator tiles): an accumulator tile's values (g, 2t..2t+1) and
+   (g + 8, 2t..2t+1) are the A fragment's words for the same indices, so
+   the product's rows stay with their lanes; each pair rounded to bf16 as
+   blk_mm rounds an fp32 operand. */
+template <int KS>
+__device__ __forceinline__ void acc_to_a(uint32_t (&fa)[KS][4], const float (&d)[2 * KS][4])
+{
+#pragma unroll
+    for (int s = 0; s < KS; s++) {
+        fa[s][0] = bf16x2_rn(d[2 * s][0], d[2 * s][1]);
+        fa[s][1] = bf16x2_rn(d[2 * s][2], d[2 * s][3]);
+        fa[s][2] = bf16x2_rn(d[2 * s + 1][0], d[2 * s + 1][1]);
+        fa[s][3] = bf16x2_rn(d[2 * s + 1][2], d[2 * s + 1][3]);
     }
 }
 
@@ -204,6 +251,17 @@ template <int NT, typename F> __device__ __forceinline__ void for_frags(int i0, 
 #pragma unroll
         for (int e = 0; e < 4; e++)
             f(u, e, i0 + g + 8 * (e >> 1), j0 + 8 * u + 2 * t + (e & 1));
+}
+
+/* The value of column i = 8n + 2t + b (b = 0, 1) of the lane's n-tiles
+   (of 8 x NT <= 64 columns), from a per-column value computed once per
+   lane, x0 for column `lane` and x1 for column lane + 32 (in the passes,
+   the decays' expf was 20% of the executed instructions when every lane
+   formed all of its 16 columns').  Every lane of the warp must call it. */
+__device__ __forceinline__ float row_value(float x0, float x1, int n, int b)
+{
+    const int t = threadIdx.x & 3, i = 8 * n + 2 * t + b;
+    return __shfl_sync(0xffffffffu, n < 4 ? x0 : x1, i & 31);
 }
 
 /* d[u][e] = f(i, j, d[u][e]) for every value (for_frags' indices). */

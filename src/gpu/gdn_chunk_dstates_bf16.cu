@@ -1,0 +1,241 @@
+/* Chunked CUDA gdn: the dstates pass of the production head in bf16, the cotangent in registers. */
+
+/*
+ * gdn_chunk_dstates_kernel (gdn_chunk_pass.cu) for the group::wpairs
+ * configuration, transposed as gdn_chunk_states_bf16.cu transposes the
+ * states pass: each warp owns 16 columns v of the state and holds dS^T
+ * (its columns as rows, the 128 features as columns) in mma accumulator
+ * tiles.  Walking the chunks backwards, per chunk:
+ *
+ *   dV'^T = s dO^T P + diag-free (dS'^T K^T) scaled by exp(G_last - G_i)
+ *           A = dO^T (the lane's dO values, loaded in accumulator layout),
+ *           B = P (fp32, staged); A = dS^T (acc_to_a), B = K^T (K's fp32
+ *           rows, staged);
+ *   dS^T <- s tV^T Q + gC dS^T - dV'^T W, tV = diag(gamma) dO
+ *           A = tV^T, dV'^T from accumulators; B^T = Q^T, W^T: the prep's
+ *           pair tiles cws::Qtp, cws::Wtp, staged.
+ *
+ * The block's warps share only the staged tiles (K, P, Q^T, W^T: 86 KB a
+ * chunk), which a warp of their own copies (cp.async) one chunk ahead; G
+ * and gamma are read from global memory.
+ *
+ * Bits: each product sees the same bf16 operands (fp32 ones rounded by
+ * bf16x2_rn where blk_mm rounds them) in the same k-steps from zero, and
+ * every elementwise value is the general kernel's fp32 expression, so the
+ * results are its bits.  In a last chunk of L < 64 rows the rows at or
+ * past L of P and of the lane's dO are zero and the products over the
+ * tokens take the k-steps while k0 < L, as blk_mm_direct does there.
+ */
+
+#include <cstdint>
+
+#include "gpu/cp_async.cuh"
+#include "gpu/gdn_chunk.cuh"
+#include "gpu/gdn_chunk_bf16.cuh"
+#include "gpu/gdn_chunk_kernels.h"
+#include "gpu/pair_tile.cuh"
+
+namespace ra_gpu
+{
+
+/* Warps per block: DB_WARPS run the recursion on 16 state columns each,
+   one more copies the next chunk's operands (cp.async); the staged
+   tiles' row strides: fp32 K and P padded by 4 so that a fragment's lanes
+   (g, t) read distinct banks. */
+constexpr int DB_WARPS = 4, DB_THREADS = 32 * (DB_WARPS + 1), DB_COLS = 16 * DB_WARPS;
+constexpr int DB_LDK = PK + 4, DB_LDP = PC + 4;
+constexpr int DB_K = PC * DB_LDK, DB_P = PC * DB_LDP, DB_QT = PK * LDC, DB_WT = PK * LDC;
+constexpr int DB_STAGE = DB_K + DB_P + DB_QT + DB_WT, DB_WORDS = 2 * DB_STAGE;
+
+/* A stage's tiles. */
+struct db_stage {
+    float *K, *P;
+    uint32_t *Qt, *Wt;
+};
+
+__device__ __forceinline__ db_stage db_at(uint32_t *sm, int64_t c)
+{
+    db_stage b;
+    b.K = reinterpret_cast<float *>(sm + (c & 1) * DB_STAGE), b.P = b.K + DB_K;
+    b.Qt = reinterpret_cast<uint32_t *>(b.P + DB_P), b.Wt = b.Qt + DB_QT;
+    return b;
+}
+
+/* Starts copying chunk c's tiles into its stage (the copying warp calls
+   it).  In a chunk of L < 64 rows (the last, so the first this pass
+   takes) K's rows at or past L are zeroed, and P, which the prep writes
+   only in L x L, is copied element by element with zeros around it; Q^T
+   and W^T come zero-padded from the prep. */
+__device__ __forceinline__ void db_issue(uint32_t *sm, const group &g, const head &h, int64_t hl,
+                                         int64_t c)
+{
+    const cws w = make_cws(g, PC, PK, PK, hl, c);
+    const int L = chunk_rows(h, PC, c), lane = threadIdx.x & 31;
+    const db_stage b = db_at(sm, c);
+    const float *k = h.k + c * PC * h.qs;
+#pragma unroll 4
+    for (int e = lane; e < PC * (PK / 4); e += 32) {
+        const int r = e / (PK / 4), x = 4 * (e % (PK / 4));
+        if (r < L)
+            cp_async16(b.K + r * DB_LDK + x, k + (int64_t)r * h.qs + x);
+        else
+            *reinterpret_cast<float4 *>(b.K + r * DB_LDK + x) = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    if (L == PC) {
+#pragma unroll 4
+        for (int e = lane; e < PC * (PC / 4); e += 32) {
+            const int r = e / (PC / 4), x = 4 * (e % (PC / 4));
+            cp_async16(b.P + r * DB_LDP + x, w.P + r * PC + x);
+        }
+    } else {
+        for (int e = lane; e < PC * PC; e += 32) {
+            const int r = e / PC, x = e % PC;
+            b.P[r * DB_LDP + x] = (r < L && x < L) ? w.P[r * PC + x] : 0.f;
+        }
+    }
+#pragma unroll 4
+    for (int e = lane; e < PK * (PC / 8); e += 32) {
+        const int r = e / (PC / 8), x = 4 * (e % (PC / 8));
+        cp_async16(b.Qt + r * LDC + x, w.Qtp + r * LDC + x);
+        cp_async16(b.Wt + r * LDC + x, w.Wtp + r * LDC + x);
+    }
+}
+
+/* d[n] += A B over the first `used` of NT n-tiles and the k-steps while
+   16 s < kc, A's fragments fa[s] in registers and B's fp32 values
+   bv(p, j) (contraction index p, output column j) rounded pair by pair
+   as mma_tile rounds them. */
+template <int NT, int KS, typename BV>
+__device__ __forceinline__ void warp_mm_regs_f32b(float (&d)[NT][4], const uint32_t (&fa)[KS][4],
+                                                  int kc, int used, BV bv)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int s = 0; s < KS; s++) {
+        if (16 * s >= kc)
+            continue;
+        const int ka = 16 * s + 2 * t, kb = ka + 8;
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+            if (n < used) {
+                const int j = 8 * n + g;
+                const uint32_t fb[2] = {bf16x2_rn(bv(ka, j), bv(ka + 1, j)),
+                                        bf16x2_rn(bv(kb, j), bv(kb + 1, j))};
+                mma_bf16(d[n], fa[s], fb);
+            }
+    }
+}
+
+template <int NT> __device__ __forceinline__ void zero_tiles(float (&d)[NT][4])
+{
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+        d[n][0] = d[n][1] = d[n][2] = d[n][3] = 0.f;
+}
+
+__global__ void __launch_bounds__(DB_THREADS, 1)
+    gdn_chunk_dstates_bf16_kernel(const ra_gpu_gdn_args a, const group g)
+{
+    extern __shared__ __align__(16) uint32_t sm[];
+    constexpr int TILES = PK / DB_COLS;
+    const int64_t hl = blockIdx.x / TILES;
+    const bool copier = (threadIdx.x >> 5) == DB_WARPS;
+    const int v0 = (int)(blockIdx.x % TILES) * DB_COLS + 16 * (threadIdx.x >> 5);
+    const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
+    const float sc = h.scale;
+    /* dS^T, element (v, k) of cotangent row k, column v, in ds[k / 8] */
+    float ds[PK / 8][4];
+    if (!copier)
+        for_frags<PK / 8>(
+            v0, 0, [&](int u, int e, int v, int k) { ds[u][e] = h.dht ? h.dht[k * PK + v] : 0.f; });
+    const int lane = threadIdx.x & 31;
+    if (copier) {
+        db_issue(sm, g, h, hl, g.nch - 1);
+        cp_commit();
+        cp_wait<0>();
+    }
+    for (int64_t c = g.nch - 1; c >= 0; c--) {
+        const cws w = make_cws(g, PC, PK, PK, hl, c);
+        const int L = chunk_rows(h, PC, c);
+        const float *dO = h.dO + c * PC * h.vs;
+        /* dO at the lane's (v, token) positions, the decays exp(G_last -
+           G_i) and gamma of rows lane and lane + 32, before the barrier */
+        float dof[PC / 8][4], gl = 0.f, dec0 = 0.f, dec1 = 0.f, gam0 = 0.f, gam1 = 0.f;
+        if (!copier) {
+            for_frags<PC / 8>(v0, 0, [&](int n, int e, int v, int i) {
+                dof[n][e] = i < L ? dO[(int64_t)i * h.vs + v] : 0.f;
+            });
+            gl = w.G[L - 1];
+            dec0 = lane < L ? expf(__fsub_rn(gl, w.G[lane])) : 0.f;
+            dec1 = lane + 32 < L ? expf(__fsub_rn(gl, w.G[lane + 32])) : 0.f;
+            gam0 = lane < L ? w.gam[lane] : 0.f;
+            gam1 = lane + 32 < L ? w.gam[lane + 32] : 0.f;
+        }
+        __syncthreads(); /* chunk c's stage is in; chunk c + 1's is free */
+        if (copier) {
+            if (c > 0)
+                db_issue(sm, g, h, hl, c - 1);
+            cp_commit();
+            cp_wait<0>(); /* chunk c - 1, for the next barrier */
+            continue;
+        }
+        const db_stage b = db_at(sm, c);
+        const float gC = expf(gl);
+
+        for_frags<PK / 8>(v0, 0, [&](int u, int e, int v, int k) { w.dS[k * PK + v] = ds[u][e]; });
+        /* dV'^T = s dO^T P + exp(G_last - G_i) (dS^T K^T), tV^T = dO^T diag(gamma) */
+        uint32_t fa[PK / 16][4];
+        acc_to_a(fa, ds);
+        float tv[PC / 8][4];
+        zero_tiles(tv);
+        warp_mm_regs_f32b(tv, fa, PK, (L + 7) / 8,
+                          [&](int p, int j) { return b.K[j * DB_LDK + p]; });
+        uint32_t fo[PC / 16][4];
+        acc_to_a(fo, dof);
+        float dv[PC / 8][4];
+        zero_tiles(dv);
+        warp_mm_regs_f32b(dv, fo, L, (L + 7) / 8,
+                          [&](int p, int j) { return b.P[p * DB_LDP + j]; });
+        for_frags<PC / 8>(v0, 0, [&](int n, int e, int v, int i) {
+            const float dec = row_value(dec0, dec1, n, e & 1), gm = row_value(gam0, gam1, n, e & 1);
+            float x = 0.f, y = 0.f;
+            if (i < L) {
+                x = fmaf(dec, tv[n][e], __fmul_rn(sc, dv[n][e]));
+                w.dVp[i * PK + v] = x;
+                y = __fmul_rn(gm, dof[n][e]);
+            }
+            dv[n][e] = x, tv[n][e] = y;
+        });
+        /* dS^T <- s (tV^T Q) + gC dS^T - dV'^T W, two n-tiles at a time */
+        uint32_t ft[PC / 16][4], fv[PC / 16][4];
+        acc_to_a(ft, tv);
+        acc_to_a(fv, dv);
+#pragma unroll
+        for (int m = 0; m < PK / 8; m += 2) {
+            float q[2][4], x[2][4];
+            zero_tiles(q);
+            zero_tiles(x);
+            warp_mm_regs_add(q, ft, b.Qt + 8 * m * LDC, LDC, L, 2);
+            warp_mm_regs_add(x, fv, b.Wt + 8 * m * LDC, LDC, L, 2);
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    ds[m + r][e] = __fsub_rn(
+                        __fadd_rn(__fmul_rn(sc, q[r][e]), __fmul_rn(gC, ds[m + r][e])), x[r][e]);
+        }
+    }
+    if (h.dh0 && !copier)
+        for_frags<PK / 8>(v0, 0, [&](int u, int e, int v, int k) { h.dh0[k * PK + v] = ds[u][e]; });
+}
+
+} // namespace ra_gpu
+
+using ra_gpu::group;
+
+cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const group *g)
+{
+    using namespace ra_gpu;
+    return launch_blocks(gdn_chunk_dstates_bf16_kernel, (unsigned)(g->nh * (PK / DB_COLS)),
+                         DB_THREADS, DB_WORDS, g, a);
+}
