@@ -9,7 +9,8 @@
  * (gdn_chunk.cuh says what each does).  gdn_chunk_fwd.cu holds prep and
  * output (gdn_chunk_fwd_bf16.cu the production head's bf16 ones),
  * gdn_chunk_bwd.cu grads (gdn_chunk_bwd_bf16.cu the bf16 one), gdn_chunk_pass.cu the states and
- * dstates passes, each instantiated for the four operand precisions.  A launcher only enqueues its
+ * dstates passes (gdn_chunk_states_bf16.cu and gdn_chunk_dstates_bf16.cu the bf16 ones), each
+ * instantiated for the four operand precisions.  A launcher only enqueues its
  * grid and returns the launch error (cudaErrorInvalidValue for an unknown precision).
  */
 
