@@ -316,28 +316,6 @@ __device__ void mm_cols16(float *c, int ldc, const float *a, int lda, const floa
     });
 }
 
-/* mm_cols16<RA_GPU_PREC_BF16, false> with A a bf16 pair tile (pair_tile.cuh:
-   A(i, 2w) and A(i, 2w + 1) in word a[i * lda + w]): the fragments'
-   A words are loaded as they are, B's rounded as mma_tile rounds them, so
-   the bits are mm_cols16's on the fp32 A the pairs were rounded from. */
-__device__ inline void mm_cols16_pairs(float *c, int ldc, const uint32_t *a, int lda,
-                                       const float *b, int ldb, int m, int kc, bool acc)
-{
-    const int t = threadIdx.x & 3;
-    cols16_tiles(c, ldc, m, acc, [&](float(&d)[4], int r0, int col) {
-        const float *bc = b + col;
-        const uint32_t *a0 = a + r0 * lda, *a1 = a0 + 8 * lda;
-#pragma unroll 4
-        for (int k0 = 0; k0 < kc; k0 += 16) {
-            const int wa = k0 / 2 + t, wb = wa + 4, ka = k0 + 2 * t, kb = ka + 8;
-            const uint32_t fa[4] = {a0[wa], a1[wa], a0[wb], a1[wb]};
-            const uint32_t fb[2] = {bf16x2_rn(bc[ka * ldb], bc[(ka + 1) * ldb]),
-                                    bf16x2_rn(bc[kb * ldb], bc[(kb + 1) * ldb])};
-            mma_bf16(d, fa, fb);
-        }
-    });
-}
-
 constexpr int MM_T = 64; /* staged output block side and contraction panel */
 
 /* The shared-memory row of a staged panel: 65 floats for the IEEE chains

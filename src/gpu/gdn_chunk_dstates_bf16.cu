@@ -7,7 +7,7 @@
  * (its columns as rows, the 128 features as columns) in mma accumulator
  * tiles.  Walking the chunks backwards, per chunk:
  *
- *   dV'^T = s dO^T P + diag-free (dS'^T K^T) scaled by exp(G_last - G_i)
+ *   dV'^T = s (dO^T P) + (dS^T K^T) diag(exp(G_last - G_i))
  *           A = dO^T (the lane's dO values, loaded in accumulator layout),
  *           B = P (fp32, staged); A = dS^T (acc_to_a), B = K^T (K's fp32
  *           rows, staged);

@@ -37,7 +37,6 @@
 #include "gpu/cp_async.cuh"
 #include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_chunk_kernels.h"
-#include "gpu/pair_tile.cuh"
 
 namespace ra_gpu
 {
@@ -226,18 +225,8 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     float *S = smem, *Sst = S + K * ldc, *Vp = Sst + K * ldc, *Us = Vp + C * ldc,
           *Gs = Us + C * ldc;
     const tile tw = pass_tile(smem, pl, 0), tk = pass_tile(smem, pl, 1);
-    /* W and K^T of a full chunk come as the prep's bf16 pair tiles when
-       it left them (group::wpairs): half the bytes, no conversion of A's
-       words. */
-    constexpr int LDW = pair_ld<128>(), LDKT = pair_ld<64>();
-    const bool wp = P == RA_GPU_PREC_BF16 && FIX == FIX_C64_KV128 && g.wpairs && tw.sm,
-               kp = P == RA_GPU_PREC_BF16 && FIX == FIX_C64_KV128 && g.wpairs && tk.sm;
     auto issue_w = [&](int64_t cc, int Lc) {
-        const cws wc = make_cws(g, C, K, V, hl, cc);
-        if (wp && Lc == C)
-            tile_async(tw.sm, LDW, reinterpret_cast<const float *>(wc.Wp), LDW, C, K / 2);
-        else
-            tile_issue(tw, wc.W, K, Lc, K);
+        tile_issue(tw, make_cws(g, C, K, V, hl, cc).W, K, Lc, K);
     };
     zero_cols(smem, ldc, 2 * K + 2 * C);
     __syncthreads();
@@ -246,10 +235,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     auto issue2 = [&](int64_t c) {
         const cws w = make_cws(g, C, K, V, hl, c);
         const int L = chunk_rows(h, C, c);
-        if (kp && L == C)
-            tile_async(tk.sm, LDKT, reinterpret_cast<const float *>(w.Ktp), LDKT, K, C / 2);
-        else
-            tile_issue(tk, h.k + c * C * h.qs, h.qs, L, K);
+        tile_issue(tk, h.k + c * C * h.qs, h.qs, L, K);
         tile_async(Us, ldc, w.U + j0, V, L, nv);
         tile_async(Gs, C, w.G, C, 1, L);
     };
@@ -276,11 +262,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
                 w.Sst[r * V + j0 + j] = x;
         }
         cp_wait_all_but_last(); /* W(c) */
-        if (wp && full)
-            mm_cols16_pairs(Vp, ldc, reinterpret_cast<const uint32_t *>(tw.sm), LDW, Sst, ldc, L, K,
-                            false);
-        else
-            pass_mm<P, false>(full, Vp, ldc, tile_op(tw, w.W, K), Sst, L, nv, K, false);
+        pass_mm<P, false>(full, Vp, ldc, tile_op(tw, w.W, K), Sst, L, nv, K, false);
         __syncthreads();
         if (more)
             issue_w(c + 1, Ln);
@@ -305,11 +287,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
             *x = __fmul_rn(*x, gC);
         }
         __syncthreads();
-        if (kp && full)
-            mm_cols16_pairs(S, ldc, reinterpret_cast<const uint32_t *>(tk.sm), LDKT, Vp, ldc, K, L,
-                            true);
-        else
-            pass_mm<P, true>(full, S, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), Vp, K, nv, L, true);
+        pass_mm<P, true>(full, S, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), Vp, K, nv, L, true);
         __syncthreads();
         if (more)
             issue2(c + 1);
@@ -340,12 +318,6 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     const tile tp = pass_tile(smem, pl, 0), tk = pass_tile(smem, pl, 1),
                tq = pass_tile(smem, pl, 2), tw = pass_tile(smem, pl, 3);
     const tile tdo{dOs, ldc};
-    /* Q and W of a full chunk, when not staged, are read in place as the
-       bf16 prep's pair tiles Q^T and W^T: half the bytes and no
-       conversion of A's words. */
-    constexpr int LDT = pair_ld<64>();
-    const bool pairs = P == RA_GPU_PREC_BF16 && FIX == FIX_C64_KV128 && g.wpairs;
-    const bool qp = pairs && !tq.sm, wp = pairs && !tw.sm;
     zero_cols(smem, ldc, 3 * K + 3 * C);
     __syncthreads();
     if (h.dht)
@@ -402,15 +374,8 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
             issue1(c - 1);
         cp_commit();
         cp_wait_all_but_last(); /* Q, W of c */
-        if (qp && full)
-            mm_cols16_pairs(dSn, ldc, w.Qtp, LDT, tV, ldc, K, L, false);
-        else
-            pass_mm<P, true>(full, dSn, ldc, tile_op(tq, h.q + t0 * h.qs, h.qs), tV, K, nv, L,
-                             false);
-        if (wp && full)
-            mm_cols16_pairs(WtdV, ldc, w.Wtp, LDT, dVp, ldc, K, L, false);
-        else
-            pass_mm<P, true>(full, WtdV, ldc, tile_op(tw, w.W, K), dVp, K, nv, L, false);
+        pass_mm<P, true>(full, dSn, ldc, tile_op(tq, h.q + t0 * h.qs, h.qs), tV, K, nv, L, false);
+        pass_mm<P, true>(full, WtdV, ldc, tile_op(tw, w.W, K), dVp, K, nv, L, false);
         __syncthreads();
         if (c > 0)
             issue2(c - 1);

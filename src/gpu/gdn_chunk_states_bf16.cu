@@ -3,7 +3,7 @@
 /*
  * gdn_chunk_states_kernel (gdn_chunk_pass.cu) for the group::wpairs
  * configuration.  There a block of 256 threads keeps a 16-column tile of
- * the state in shared memory and meets at five barriers per chunk.  Here
+ * the state in shared memory and meets at six barriers per chunk.  Here
  * each warp runs the recursion on its own 16 columns, transposed, with
  * S^T (its columns as rows, the 128 features as columns) in mma
  * accumulator tiles:
