@@ -239,3 +239,8 @@ cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const group 
     return launch_blocks(gdn_chunk_dstates_bf16_kernel, (unsigned)(g->nh * (PK / DB_COLS)),
                          DB_THREADS, DB_WORDS, g, a);
 }
+
+int64_t ra_gpu_gdn_chunk_dstates_bf16_bytes(void)
+{
+    return (int64_t)ra_gpu::DB_WORDS * (int64_t)sizeof(uint32_t);
+}

@@ -205,10 +205,9 @@ bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const 
           a->s.V == ra_gpu::PK && g->inv == RA_CPU_INV_FWDSUBST && al16(a->q) && al16(a->k) &&
           al16(a->v) && (!a->o || al16(a->o)) && al16(g->ws)))
         return false;
-    if (!g->bwd)
-        return true;
-    /* the backward's grads is then the bf16 one (the prep leaves out what
-       only the general one reads): its tensors and its shared memory */
+    /* the group's passes are then the bf16 ones, and in the backward its
+       grads (the prep leaves out what only the general one reads): their
+       shared memory, and the backward's tensors */
     int dev = 0, optin = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
@@ -216,7 +215,12 @@ bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const 
         cudaGetLastError();
         return false;
     }
+    if (ra_gpu_gdn_chunk_states_bf16_bytes() > optin)
+        return false;
+    if (!g->bwd)
+        return true;
     return al16(a->do_) && al16(a->dqv) && al16(a->dkv) && al16(a->dv) &&
+           ra_gpu_gdn_chunk_dstates_bf16_bytes() <= optin &&
            ra_gpu_gdn_chunk_grads_bf16_bytes() <= optin;
 }
 

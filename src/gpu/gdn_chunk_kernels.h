@@ -32,8 +32,9 @@ int64_t ra_gpu_gdn_chunk_pass_bytes(int bwd, int C, int K);
 cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 /* The bf16 prep and output of gdn_chunk_fwd_bf16.cu: whether they serve
    the configuration (bf16, chunk 64, K = V = 128, forward substitution,
-   16-byte aligned tensors and workspace: the launch sets group::wpairs
-   from it), and their launches; ra_gpu_gdn_chunk_prep and
+   16-byte aligned tensors and workspace, the shared memory of the bf16
+   passes and grads: the launch sets group::wpairs from it), and their
+   launches; ra_gpu_gdn_chunk_prep and
    ra_gpu_gdn_chunk_output call them for groups with wpairs. */
 bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_prep_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
@@ -48,6 +49,10 @@ int64_t ra_gpu_gdn_chunk_grads_bf16_bytes(void);
    groups with wpairs. */
 cudaError_t ra_gpu_gdn_chunk_states_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+/* The bytes of shared memory a block of each takes (the serving test
+   above asks for them). */
+int64_t ra_gpu_gdn_chunk_states_bf16_bytes(void);
+int64_t ra_gpu_gdn_chunk_dstates_bf16_bytes(void);
 cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_dstates(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);

@@ -172,3 +172,8 @@ cudaError_t ra_gpu_gdn_chunk_states_bf16(const ra_gpu_gdn_args *a, const group *
     return launch_blocks(gdn_chunk_states_bf16_kernel, (unsigned)(g->nh * (PK / SB_COLS)),
                          SB_THREADS, SB_WORDS, g, a);
 }
+
+int64_t ra_gpu_gdn_chunk_states_bf16_bytes(void)
+{
+    return (int64_t)ra_gpu::SB_WORDS * (int64_t)sizeof(uint32_t);
+}
