@@ -126,13 +126,6 @@ __device__ __forceinline__ void warp_mm_regs_f32b(float (&d)[NT][4], const uint3
     }
 }
 
-template <int NT> __device__ __forceinline__ void zero_tiles(float (&d)[NT][4])
-{
-#pragma unroll
-    for (int n = 0; n < NT; n++)
-        d[n][0] = d[n][1] = d[n][2] = d[n][3] = 0.f;
-}
-
 __global__ void __launch_bounds__(DB_THREADS, 1)
     gdn_chunk_dstates_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {

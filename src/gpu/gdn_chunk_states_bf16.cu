@@ -134,9 +134,7 @@ __global__ void __launch_bounds__(SB_THREADS, 1)
         });
         /* V'^T = U^T - S'^T W^T over the first L tokens */
         float p[PC / 8][4];
-#pragma unroll
-        for (int n = 0; n < PC / 8; n++)
-            p[n][0] = p[n][1] = p[n][2] = p[n][3] = 0.f;
+        zero_tiles(p);
         warp_mm_regs_add(p, sa, Wb, LDK, PK, (L + 7) / 8);
         for_frags<PC / 8>(v0, 0, [&](int n, int e, int v, int i) {
             const float dec = row_value(dec0, dec1, n, e & 1);

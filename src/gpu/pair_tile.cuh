@@ -211,15 +211,21 @@ __device__ __forceinline__ void acc_to_a(uint32_t (&fa)[KS][4], const float (&d)
     }
 }
 
+/* Clears NT accumulator tiles. */
+template <int NT> __device__ __forceinline__ void zero_tiles(float (&d)[NT][4])
+{
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+        d[n][0] = d[n][1] = d[n][2] = d[n][3] = 0.f;
+}
+
 /* warp_mm_pairs_add from zero (the first `used` n-tiles; the rest stay
    zero). */
 template <int NT>
 __device__ __forceinline__ void warp_mm_pairs(float (&d)[NT][4], const uint32_t *a, int lda,
                                               const uint32_t *b, int ldb, int kc, int used)
 {
-#pragma unroll
-    for (int u = 0; u < NT; u++)
-        d[u][0] = d[u][1] = d[u][2] = d[u][3] = 0.f;
+    zero_tiles(d);
     warp_mm_pairs_add(d, a, lda, b, ldb, kc, used);
 }
 
