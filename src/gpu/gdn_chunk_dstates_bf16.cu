@@ -73,32 +73,25 @@ __device__ __forceinline__ void db_issue(uint32_t *sm, const group &g, const hea
     const int L = chunk_rows(h, PC, c), lane = threadIdx.x & 31;
     const db_stage b = db_at(sm, c);
     const float *k = h.k + c * PC * h.qs;
-#pragma unroll 4
-    for (int e = lane; e < PC * (PK / 4); e += 32) {
-        const int r = e / (PK / 4), x = 4 * (e % (PK / 4));
-        if (r < L)
-            cp_async16(b.K + r * DB_LDK + x, k + (int64_t)r * h.qs + x);
-        else
-            *reinterpret_cast<float4 *>(b.K + r * DB_LDK + x) = make_float4(0.f, 0.f, 0.f, 0.f);
-    }
     if (L == PC) {
-#pragma unroll 4
-        for (int e = lane; e < PC * (PC / 4); e += 32) {
-            const int r = e / (PC / 4), x = 4 * (e % (PC / 4));
-            cp_async16(b.P + r * DB_LDP + x, w.P + r * PC + x);
-        }
+        warp_copy_rows<PC, PK / 4, DB_LDK>(b.K, k, h.qs);
+        warp_copy_rows<PC, PC / 4, DB_LDP>(b.P, w.P, PC);
     } else {
+#pragma unroll 4
+        for (int e = lane; e < PC * (PK / 4); e += 32) {
+            const int r = e / (PK / 4), x = 4 * (e % (PK / 4));
+            if (r < L)
+                cp_async16(b.K + r * DB_LDK + x, k + (int64_t)r * h.qs + x);
+            else
+                *reinterpret_cast<float4 *>(b.K + r * DB_LDK + x) = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
         for (int e = lane; e < PC * PC; e += 32) {
             const int r = e / PC, x = e % PC;
             b.P[r * DB_LDP + x] = (r < L && x < L) ? w.P[r * PC + x] : 0.f;
         }
     }
-#pragma unroll 4
-    for (int e = lane; e < PK * (PC / 8); e += 32) {
-        const int r = e / (PC / 8), x = 4 * (e % (PC / 8));
-        cp_async16(b.Qt + r * LDC + x, w.Qtp + r * LDC + x);
-        cp_async16(b.Wt + r * LDC + x, w.Wtp + r * LDC + x);
-    }
+    warp_copy_rows<PK, PC / 8, LDC>(b.Qt, w.Qtp, LDC);
+    warp_copy_rows<PK, PC / 8, LDC>(b.Wt, w.Wtp, LDC);
 }
 
 /* d[n] += A B over the first `used` of NT n-tiles and the k-steps while
@@ -151,16 +144,17 @@ __global__ void __launch_bounds__(DB_THREADS, 1)
         const cws w = make_cws(g, PC, PK, PK, hl, c);
         const int L = chunk_rows(h, PC, c);
         const float *dO = h.dO + c * PC * h.vs;
-        /* dO at the lane's (v, token) positions, the decays exp(G_last -
-           G_i) and gamma of rows lane and lane + 32, before the barrier */
-        float dof[PC / 8][4], gl = 0.f, dec0 = 0.f, dec1 = 0.f, gam0 = 0.f, gam1 = 0.f;
+        /* dO at the lane's (v, token) positions, and G_last, G and gamma
+           of rows lane and lane + 32, loaded before the barrier; the
+           decays' expf waits for them after the first products */
+        float dof[PC / 8][4], gl = 0.f, ga = 0.f, gb = 0.f, gam0 = 0.f, gam1 = 0.f;
         if (!copier) {
             for_frags<PC / 8>(v0, 0, [&](int n, int e, int v, int i) {
                 dof[n][e] = i < L ? dO[(int64_t)i * h.vs + v] : 0.f;
             });
             gl = w.G[L - 1];
-            dec0 = lane < L ? expf(__fsub_rn(gl, w.G[lane])) : 0.f;
-            dec1 = lane + 32 < L ? expf(__fsub_rn(gl, w.G[lane + 32])) : 0.f;
+            ga = lane < L ? w.G[lane] : 0.f;
+            gb = lane + 32 < L ? w.G[lane + 32] : 0.f;
             gam0 = lane < L ? w.gam[lane] : 0.f;
             gam1 = lane + 32 < L ? w.gam[lane + 32] : 0.f;
         }
@@ -173,7 +167,6 @@ __global__ void __launch_bounds__(DB_THREADS, 1)
             continue;
         }
         const db_stage b = db_at(sm, c);
-        const float gC = expf(gl);
 
         for_frags<PK / 8>(v0, 0, [&](int u, int e, int v, int k) { w.dS[k * PK + v] = ds[u][e]; });
         /* dV'^T = s dO^T P + exp(G_last - G_i) (dS^T K^T), tV^T = dO^T diag(gamma) */
@@ -189,6 +182,8 @@ __global__ void __launch_bounds__(DB_THREADS, 1)
         zero_tiles(dv);
         warp_mm_regs_f32b(dv, fo, L, (L + 7) / 8,
                           [&](int p, int j) { return b.P[p * DB_LDP + j]; });
+        const float gC = expf(gl), dec0 = lane < L ? expf(__fsub_rn(gl, ga)) : 0.f,
+                    dec1 = lane + 32 < L ? expf(__fsub_rn(gl, gb)) : 0.f;
         for_frags<PC / 8>(v0, 0, [&](int n, int e, int v, int i) {
             const float dec = row_value(dec0, dec1, n, e & 1), gm = row_value(gam0, gam1, n, e & 1);
             float x = 0.f, y = 0.f;

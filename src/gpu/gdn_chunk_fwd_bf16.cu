@@ -22,7 +22,7 @@
  *   - the products see the same bf16 operands in the same k-steps from
  *     zero (warp_mm_pairs): A and P over the 128 features, W and U over
  *     the chunk's L tokens, QS over the state's 128 rows, P V' over L;
- *   - T comes from inv_fwdsubst_cols, the chains of inv_fwdsubst_smem (the
+ *   - T comes from inv_fwdsubst_pairs, the chains of inv_fwdsubst_smem (the
  *     routine chunk_prep calls) in another schedule.
  */
 
@@ -35,17 +35,19 @@ namespace ra_gpu
 {
 
 /* prep: 128 threads, each warp owning 16 rows of every product; shared
-   memory (69 KB, three blocks per SM):
+   memory (70 KB, three blocks per SM):
      vec  G, gamma, beta of the chunk's 64 tokens;
-     r1   K, Kb, Q along the features (for A and P); then the inverse's
-          scratch; then T along the tokens and Y^T, X^T (for W and U);
-     r3   A, masked, then T in place (fp32). */
-constexpr int PREP_THREADS = 128, PREP_BLOCKS = 3;
-constexpr int PREP_VEC = 3 * PC, PREP_R1 = 3 * PC * LDK, PREP_R3 = PC * PC;
+     r1   K, Kb, Q along the features (for A and P); then T along the
+          tokens and Y^T, X^T (for W and U);
+     r3   A, masked, in inv_fwdsubst_pairs' layout (fp32). */
+constexpr int PREP_THREADS = 2 * PC, PREP_BLOCKS = 3, LDA = PC + 4;
+constexpr int PREP_VEC = 3 * PC, PREP_R1 = 3 * PC * LDK, PREP_R3 = PC * LDA;
 constexpr int PREP_WORDS = PREP_VEC + PREP_R1 + PREP_R3;
-static_assert(2 * PC * (PC + 1) <= PREP_R1, "the inverse's scratch fits r1");
 static_assert(PC * LDC + 2 * PK * LDC <= PREP_R1, "T, Y^T and X^T fit r1");
 
+/* BWD: the group runs the backward (group::bwd), a kernel of its own so
+   that the forward's carries none of the backward's code. */
+template <bool BWD>
 __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     gdn_chunk_prep_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
@@ -61,7 +63,6 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
     const cws w = make_cws(g, PC, PK, PK, hl, c);
     const int L = chunk_rows(h, PC, c), warp = threadIdx.x >> 5, i0 = 16 * warp;
-    const bool bwd = g.bwd;
     const int64_t t0 = c * PC;
     const float *k = h.k + t0 * h.qs, *q = h.q + t0 * h.qs, *v = h.v + t0 * h.vs,
                 *gg = h.g + t0 * h.gs, *beta = h.beta + t0 * h.gs;
@@ -77,9 +78,11 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
             G[i] = run;
         }
     }
-    /* K, Kb = diag(beta) K, Q */
-    stage_rows<PC, PK, NT>(Kw, k, h.qs, L, PK, same4);
-    stage_rows<PC, PK, NT>(KBw, k, h.qs, L, PK, [&](int r, float4 x) { return scale4(x, bet[r]); });
+    /* K, Kb = diag(beta) K from one load, Q */
+    load_rows4<PC, PK, NT>(k, h.qs, L, PK, [&](int r, int c, float4 v) {
+        put_row_pairs<LDK>(Kw, r, c, v, L, PK, same4);
+        put_row_pairs<LDK>(KBw, r, c, v, L, PK, [&](int r, float4 x) { return scale4(x, bet[r]); });
+    });
     stage_rows<PC, PK, NT>(Qw, q, h.qs, L, PK, same4);
     __syncthreads();
     for (int i = threadIdx.x; i < PC; i += NT) {
@@ -102,32 +105,41 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
                 const int i = i0 + gq + 8 * (e >> 1), j = 8 * u + 2 * t + (e & 1);
                 const float dm = decay(G, L, i, j);
                 const float am = (i < L && j < i) ? __fmul_rn(da[u][e], dm) : 0.f;
-                r3[i * PC + j] = am;
+                r3[pairs_at<PC, LDA>(i, j)] = am;
                 if (i < L && j < L)
                     w.P[i * PC + j] = j <= i ? __fmul_rn(dp[u][e], dm) : 0.f;
-                if (bwd)
+                if (BWD)
                     w.A[i * PC + j] = am;
             }
     }
     __syncthreads();
-    inv_fwdsubst_cols<PC>(r3, r3, reinterpret_cast<float *>(r1)); /* ends synchronised */
 
-    /* T (st on j <= i < L), Y = diag(gamma) Kb, X = diag(beta) V */
+    /* T row by row, each row's pairs (j, j + 1) from the lanes of the even
+       column: the tile along the tokens, and T (st on j <= i < L) for the
+       backward.  Then Y = diag(gamma) Kb, X = diag(beta) V, K^T and Q^T,
+       which the warps of the later columns (less of the substitution)
+       start first. */
     uint32_t *Tw = r1, *Yw = Tw + PC * LDC, *Xw = Yw + PK * LDC;
-    for (int e = threadIdx.x; e < PC * PC / 2; e += NT) {
-        const int i = e / (PC / 2), j = 2 * (e % (PC / 2));
-        const float x0 = r3[i * PC + j], x1 = r3[i * PC + j + 1];
-        Tw[i * LDC + j / 2] = bf16x2_rn(x0, x1);
-        if (bwd)
-            *reinterpret_cast<float2 *>(w.T + i * PC + j) =
-                make_float2((i < L && j <= i) ? bf16_round(x0) : x0,
-                            (i < L && j + 1 <= i) ? bf16_round(x1) : x1);
+    {
+        const int j = threadIdx.x >> 1, p = threadIdx.x & 1;
+        inv_fwdsubst_pairs<PC, LDA>(r3, [&](int i, float x0) {
+            const float x1 = __shfl_down_sync(0xffffffffu, x0, 2); /* column j + 1 */
+            if (p != (i & 1) || (j & 1))
+                return;
+            Tw[i * LDC + j / 2] = bf16x2_rn(x0, x1);
+            if (BWD)
+                *reinterpret_cast<float2 *>(w.T + i * PC + j) =
+                    make_float2((i < L && j <= i) ? bf16_round(x0) : x0,
+                                (i < L && j + 1 <= i) ? bf16_round(x1) : x1);
+        });
     }
-    stage_cols<PC, PK, NT>(Yw, k, h.qs, L,
+    load_row_pairs4<PC, PK, NT>(k, h.qs, L, [&](int p, int c, float4 v0, float4 v1) {
+        put_col_pairs<LDC>(Yw, p, c, v0, v1, L,
                            [&](int r, float4 x) { return scale4(scale4(x, bet[r]), gam[r]); });
+        put_col_pairs<LDC>(w.Ktp, p, c, v0, v1, L, same4); /* for the states pass */
+    });
     stage_cols<PC, PK, NT>(Xw, v, h.vs, L, [&](int r, float4 x) { return scale4(x, bet[r]); });
-    stage_cols<PC, PK, NT>(w.Ktp, k, h.qs, L, same4); /* for the states pass */
-    if (bwd)
+    if (BWD)
         stage_cols<PC, PK, NT>(w.Qtp, q, h.qs, L, same4); /* for the dstates pass */
     __syncthreads();
 
@@ -137,7 +149,7 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Yw, LDC, L, 16);
     store_rows(w.W, PK, d, i0, 0, L, st_bf16);
     store_pairs<LDK>(w.Wp, d, i0, 0, L);
-    if (bwd) /* for the dstates pass */
+    if (BWD) /* for the dstates pass */
         store_pairs_t<LDC>(w.Wtp, d, i0, 0, L);
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Xw, LDC, L, 16);
     store_rows(w.U, PK, d, i0, 0, L, st_bf16);
@@ -226,8 +238,10 @@ bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const 
 
 cudaError_t ra_gpu_gdn_chunk_prep_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
-    return ra_gpu::launch_smem(ra_gpu::gdn_chunk_prep_bf16_kernel, ra_gpu::PREP_THREADS,
-                               ra_gpu::PREP_WORDS, g, a);
+    return g->bwd ? ra_gpu::launch_smem(ra_gpu::gdn_chunk_prep_bf16_kernel<true>,
+                                        ra_gpu::PREP_THREADS, ra_gpu::PREP_WORDS, g, a)
+                  : ra_gpu::launch_smem(ra_gpu::gdn_chunk_prep_bf16_kernel<false>,
+                                        ra_gpu::PREP_THREADS, ra_gpu::PREP_WORDS, g, a);
 }
 
 cudaError_t ra_gpu_gdn_chunk_output_bf16(const ra_gpu_gdn_args *a, const group *g)

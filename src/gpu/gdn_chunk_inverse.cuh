@@ -91,44 +91,54 @@ __device__ inline void inv_fwdsubst_smem(float *t, const float *a, int n, float 
     __syncthreads();
 }
 
-/* inv_fwdsubst_smem for n = N <= 64 with the chains run column-wise
-   rather than entry by entry: once T_mj is known, every row i > m of
-   column j takes its term, T_ij's running sum s_i = fmaf(A_im, T_mj, s_i),
-   the sums held in registers.  Each s_i is still the fmaf chain in
-   increasing m from m = j, so the bits are inv_fwdsubst_smem's; but a
-   column's critical path is one fmaf per row instead of one per term
-   (n (n - 1) / 2 in the first column), and the terms of one step are
-   independent.  Threads N on wait at the final barrier. */
-template <int N> __device__ inline void inv_fwdsubst_cols(float *t, const float *a, float *sm)
+/* Where inv_fwdsubst_pairs reads A_im: column-major (column m at m LDA),
+   the column's even rows first, then its odd rows, so that a lane's rows
+   (one parity) are contiguous. */
+template <int N, int LDA> __device__ __forceinline__ int pairs_at(int i, int m)
 {
-    constexpr int ld = N + 1;
-    float *as = sm, *ts = sm + N * ld;
-    for (int e = threadIdx.x; e < N * N; e += blockDim.x)
-        as[e / N * ld + e % N] = a[e];
-    __syncthreads();
-    const int j = threadIdx.x;
-    if (j < N) {
-        float s[N];
+    return m * LDA + (i & 1) * (N / 2) + (i >> 1);
+}
+
+/* inv_fwdsubst_smem's chains for n = N <= 64 on 2N threads, two lanes per
+   column and A read from pairs_at's layout: lanes 2j and 2j + 1 hold, in
+   registers, the running sums s_i of column j's rows of their parity.
+   Once T_mj is known (-s_m on the lane of m's parity, shuffled to the
+   other), each lane adds its rows' terms s_i = fmaf(A_im, T_mj, s_i),
+   i > m, with four of A's values per load.  Each s_i is the fmaf chain in
+   increasing m from m = j, so the bits are inv_fwdsubst_smem's, and a
+   column's critical path is half a row's terms per step instead of all
+   of them.  put(m, t) runs on every lane for m = 0..N-1 in order (a lane's
+   column is threadIdx.x / 2), t = T_mj, zero above the diagonal, so put
+   may shuffle; threads from 2N on do nothing. */
+template <int N, int LDA, class Put>
+__device__ __forceinline__ void inv_fwdsubst_pairs(const float *at, Put put)
+{
+    static_assert(N % 16 == 0 && LDA % 4 == 0, "whole warps, float4 loads");
+    const int j = threadIdx.x >> 1, p = threadIdx.x & 1;
+    if (j >= N)
+        return;
+    const float *ap = at + p * (N / 2);
+    float s[N / 2];
 #pragma unroll
-        for (int i = 0; i < N; i++)
-            s[i] = 0.f;
+    for (int r = 0; r < N / 2; r++)
+        s[r] = 0.f;
 #pragma unroll
-        for (int m = 0; m < N; m++) {
-            if (m < j)
-                continue;
-            const float tm = m == j ? 1.f : -s[m];
-            ts[m * ld + j] = tm;
+    for (int m = 0; m < N; m++) {
+        const float own = s[m >> 1], other = __shfl_xor_sync(0xffffffffu, own, 1);
+        const float t = m < j ? 0.f : m == j ? 1.f : -(p == (m & 1) ? own : other);
+        put(m, t);
+        if (m < j)
+            continue;
 #pragma unroll
-            for (int i = m + 1; i < N; i++)
-                s[i] = fmaf(as[i * ld + m], tm, s[i]);
+        for (int q = m / 8; q < N / 8; q++) {
+            const float4 x = *reinterpret_cast<const float4 *>(ap + m * LDA + 4 * q);
+            const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (2 * (4 * q + u) + p > m)
+                    s[4 * q + u] = fmaf(xs[u], t, s[4 * q + u]);
         }
     }
-    __syncthreads();
-    for (int e = threadIdx.x; e < N * N; e += blockDim.x) {
-        const int i = e / N, c = e % N;
-        t[e] = c <= i ? ts[i * ld + c] : 0.f;
-    }
-    __syncthreads();
 }
 
 /* e = I + x for nb 16x16 blocks stored contiguously. */

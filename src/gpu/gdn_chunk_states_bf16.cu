@@ -55,22 +55,21 @@ __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t 
                                          int L)
 {
     const cws w = make_cws(g, PC, PK, PK, hl, c);
-    const int lane = threadIdx.x & 31;
     uint32_t *Wb = buf, *Kb = buf + SB_W;
-    constexpr int WQ = PK / 8, KQ = PC / 8; /* 16-byte copies a row */
+    constexpr int WQ = PK / 8; /* 16-byte copies a row of W */
+    if (L == PC) {
+        warp_copy_rows<PC, WQ, LDK>(Wb, w.Wp, LDK);
+    } else {
 #pragma unroll 4
-    for (int e = lane; e < PC * WQ; e += 32) {
-        const int r = e / WQ, x = 4 * (e % WQ);
-        if (r < L)
-            cp_async16(Wb + r * LDK + x, w.Wp + r * LDK + x);
-        else
-            *reinterpret_cast<uint4 *>(Wb + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
+        for (int e = threadIdx.x & 31; e < PC * WQ; e += 32) {
+            const int r = e / WQ, x = 4 * (e % WQ);
+            if (r < L)
+                cp_async16(Wb + r * LDK + x, w.Wp + r * LDK + x);
+            else
+                *reinterpret_cast<uint4 *>(Wb + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
+        }
     }
-#pragma unroll 4
-    for (int e = lane; e < PK * KQ; e += 32) {
-        const int r = e / KQ, x = 4 * (e % KQ);
-        cp_async16(Kb + r * LDC + x, w.Ktp + r * LDC + x);
-    }
+    warp_copy_rows<PK, PC / 8, LDC>(Kb, w.Ktp, LDC);
 }
 
 __global__ void __launch_bounds__(SB_THREADS, 1)
@@ -86,6 +85,19 @@ __global__ void __launch_bounds__(SB_THREADS, 1)
     const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
     /* S^T, element (v, k) of state row k, column v, in s[k / 8] */
     float s[PK / 8][4];
+    /* a chunk's U at the lane's V'^T positions and its gates G_last,
+       G_lane, G_lane+32, loaded a chunk ahead: the decays' expf and the
+       V' step would otherwise wait a memory latency every chunk */
+    float u[PC / 8][4], gl = 0.f, ga = 0.f, gb = 0.f;
+    const auto load_chunk = [&](int64_t c) {
+        const cws w = make_cws(g, PC, PK, PK, hl, c);
+        const int L = chunk_rows(h, PC, c);
+        for_frags<PC / 8>(
+            v0, 0, [&](int n, int e, int v, int i) { u[n][e] = i < L ? w.U[i * PK + v] : 0.f; });
+        gl = w.G[L - 1];
+        ga = lane < L ? w.G[lane] : 0.f;
+        gb = lane + 32 < L ? w.G[lane + 32] : 0.f;
+    };
     if (copier) {
 #pragma unroll
         for (int c = 0; c < SB_STAGES - 1; c++) {
@@ -96,22 +108,12 @@ __global__ void __launch_bounds__(SB_THREADS, 1)
         cp_wait<SB_STAGES - 2>(); /* chunk 0 */
     } else {
         for_frags<PK / 8>(
-            v0, 0, [&](int u, int e, int v, int k) { s[u][e] = h.h0 ? h.h0[k * PK + v] : 0.f; });
+            v0, 0, [&](int uu, int e, int v, int k) { s[uu][e] = h.h0 ? h.h0[k * PK + v] : 0.f; });
+        load_chunk(0);
     }
     for (int64_t c = 0; c < g.nch; c++) {
         const cws w = make_cws(g, PC, PK, PK, hl, c);
         const int L = chunk_rows(h, PC, c);
-        /* U's values at the lane's V'^T positions, and the row decays
-           exp(G_last - G_i) of rows lane and lane + 32, before the barrier */
-        float u[PC / 8][4], gl = 0.f, dec0 = 0.f, dec1 = 0.f;
-        if (!copier) {
-            for_frags<PC / 8>(v0, 0, [&](int n, int e, int v, int i) {
-                u[n][e] = i < L ? w.U[i * PK + v] : 0.f;
-            });
-            gl = w.G[L - 1];
-            dec0 = lane < L ? expf(__fsub_rn(gl, w.G[lane])) : 0.f;
-            dec1 = lane + 32 < L ? expf(__fsub_rn(gl, w.G[lane + 32])) : 0.f;
-        }
         __syncthreads(); /* chunk c's stage is in; chunk c - 1's is free */
         if (copier) {
             const int64_t n = c + SB_STAGES - 1;
@@ -121,8 +123,10 @@ __global__ void __launch_bounds__(SB_THREADS, 1)
             cp_wait<SB_STAGES - 2>(); /* chunk c + 1, for the next barrier */
             continue;
         }
+        /* the row decays exp(G_last - G_i) of rows lane and lane + 32 */
+        const float gC = expf(gl), dec0 = lane < L ? expf(__fsub_rn(gl, ga)) : 0.f,
+                    dec1 = lane + 32 < L ? expf(__fsub_rn(gl, gb)) : 0.f;
         const uint32_t *Wb = sm + (c % SB_STAGES) * SB_STAGE, *Kb = Wb + SB_W;
-        const float gC = expf(gl);
 
         /* S' = st(S): the A fragments, and the workspace's copy (the
            pairs' halves are the bf16-rounded values) */
@@ -146,6 +150,8 @@ __global__ void __launch_bounds__(SB_THREADS, 1)
             }
             p[n][e] = vd;
         });
+        if (c + 1 < g.nch)
+            load_chunk(c + 1);
         /* S^T = gC S^T + V'd^T K over the first L tokens */
         uint32_t va[PC / 16][4];
         acc_to_a(va, p);

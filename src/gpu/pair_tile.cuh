@@ -42,15 +42,13 @@ template <int N, int NT, int PER> __host__ __device__ constexpr int stage_batch(
     return (N + NT - 1) / NT < STAGE_LOADS / PER ? (N + NT - 1) / NT : STAGE_LOADS / PER;
 }
 
-/* Rows r < ROWS of x (COLS floats a row, stride ld) as pairs along the row
-   into dst (pair_ld<COLS>() words a row): element (r, j) is f(r, x(r, j))
-   for r < nr and j < nc, zero elsewhere (f maps a row's float4); nothing
-   at or past row nr or column nc is read. */
-template <int ROWS, int COLS, int NT, typename F>
-__device__ __forceinline__ void stage_rows(uint32_t *dst, const float *x, int ld, int nr, int nc,
-                                           F f)
+/* Rows r < ROWS of x (COLS floats a row, stride ld), four floats at a
+   time: put(r, c, v) for columns c..c+3 of row r, v zero at or past row
+   nr or column nc; nothing there is read. */
+template <int ROWS, int COLS, int NT, typename Put>
+__device__ __forceinline__ void load_rows4(const float *x, int ld, int nr, int nc, Put put)
 {
-    constexpr int LD = pair_ld<COLS>(), Q = COLS / 4, N = ROWS * Q, U = stage_batch<N, NT, 1>();
+    constexpr int Q = COLS / 4, N = ROWS * Q, U = stage_batch<N, NT, 1>();
     for (int e0 = threadIdx.x; e0 < N; e0 += U * NT) {
         float4 v[U];
 #pragma unroll
@@ -65,31 +63,52 @@ __device__ __forceinline__ void stage_rows(uint32_t *dst, const float *x, int ld
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const int e = e0 + u * NT, r = e / Q, c = 4 * (e % Q);
-            if (e >= N)
-                continue;
-            float4 y = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (r < nr && c < nc) {
-                y = f(r, v[u]);
-                y.y = c + 1 < nc ? y.y : 0.f, y.z = c + 2 < nc ? y.z : 0.f;
-                y.w = c + 3 < nc ? y.w : 0.f;
-            }
-            dst[r * LD + c / 2] = bf16x2_rn(y.x, y.y);
-            dst[r * LD + c / 2 + 1] = bf16x2_rn(y.z, y.w);
+            const int e = e0 + u * NT;
+            if (e < N)
+                put(e / Q, 4 * (e % Q), v[u]);
         }
     }
 }
 
-/* Rows r < ROWS of x (COLS floats a row, stride ld) as pairs along the
-   columns, transposed (COLS rows of pair_ld<ROWS>() words): element (r, j)
-   is f(r, x(r, j)) for r < nr, zero from row nr on.  A thread takes rows
-   (2p, 2p + 1) at four columns; sixteen lanes of a warp take consecutive
-   p and the two halves two column groups, so that their stores hit
-   distinct banks and each row's loads are 32 contiguous bytes. */
-template <int ROWS, int COLS, int NT, typename F>
-__device__ __forceinline__ void stage_cols(uint32_t *dst, const float *x, int ld, int nr, F f)
+/* Columns c..c+3 of row r of a pair tile along the row (LD words a row):
+   f(r, v) where r < nr, zero elsewhere and from column nc on. */
+template <int LD, typename F>
+__device__ __forceinline__ void put_row_pairs(uint32_t *dst, int r, int c, float4 v, int nr, int nc,
+                                              F f)
 {
-    constexpr int LD = pair_ld<ROWS>(), PW = ROWS / 32; /* warps across the row pairs */
+    float4 y = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (r < nr && c < nc) {
+        y = f(r, v);
+        y.y = c + 1 < nc ? y.y : 0.f, y.z = c + 2 < nc ? y.z : 0.f;
+        y.w = c + 3 < nc ? y.w : 0.f;
+    }
+    dst[r * LD + c / 2] = bf16x2_rn(y.x, y.y);
+    dst[r * LD + c / 2 + 1] = bf16x2_rn(y.z, y.w);
+}
+
+/* Rows r < ROWS of x as pairs along the row into dst (pair_ld<COLS>()
+   words a row): element (r, j) is f(r, x(r, j)) for r < nr and j < nc,
+   zero elsewhere (f maps a row's float4); nothing at or past row nr or
+   column nc is read. */
+template <int ROWS, int COLS, int NT, typename F>
+__device__ __forceinline__ void stage_rows(uint32_t *dst, const float *x, int ld, int nr, int nc,
+                                           F f)
+{
+    load_rows4<ROWS, COLS, NT>(x, ld, nr, nc, [&](int r, int c, float4 v) {
+        put_row_pairs<pair_ld<COLS>()>(dst, r, c, v, nr, nc, f);
+    });
+}
+
+/* Rows r < ROWS of x (COLS floats a row, stride ld) by row pairs:
+   put(p, c, v0, v1) with rows 2p and 2p + 1 at columns 4c..4c+3, zero
+   from row nr on (not read).  Sixteen lanes of a warp take consecutive p
+   and the two halves two column groups, so that stores of a pair tile
+   along the columns hit distinct banks and each row's loads are 32
+   contiguous bytes. */
+template <int ROWS, int COLS, int NT, typename Put>
+__device__ __forceinline__ void load_row_pairs4(const float *x, int ld, int nr, Put put)
+{
+    constexpr int PW = ROWS / 32; /* warps across the row pairs */
     constexpr int N = ROWS / 2 * COLS / 4, U = stage_batch<N, NT, 2>();
     static_assert(ROWS % 32 == 0 && COLS % 8 == 0, "whole warps of row pairs");
     for (int e0 = threadIdx.x; e0 < N; e0 += U * NT) {
@@ -108,18 +127,35 @@ __device__ __forceinline__ void stage_cols(uint32_t *dst, const float *x, int ld
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int e = e0 + u * NT, lane = e & 31, wi = e >> 5;
-            const int p = (lane & 15) + 16 * (wi % PW), c = (lane >> 4) + 2 * (wi / PW);
-            if (e >= N)
-                continue;
-            const float4 v0 = 2 * p < nr ? f(2 * p, v[u][0]) : v[u][0],
-                         v1 = 2 * p + 1 < nr ? f(2 * p + 1, v[u][1]) : v[u][1];
-            uint32_t *d = dst + 4 * c * LD + p;
-            d[0] = bf16x2_rn(v0.x, v1.x);
-            d[LD] = bf16x2_rn(v0.y, v1.y);
-            d[2 * LD] = bf16x2_rn(v0.z, v1.z);
-            d[3 * LD] = bf16x2_rn(v0.w, v1.w);
+            if (e < N)
+                put((lane & 15) + 16 * (wi % PW), (lane >> 4) + 2 * (wi / PW), v[u][0], v[u][1]);
         }
     }
+}
+
+/* Rows 2p, 2p + 1 at columns 4c..4c+3 into a pair tile along the
+   columns (LD words a row): f(r, v) for rows r < nr, v (zero) from nr. */
+template <int LD, typename F>
+__device__ __forceinline__ void put_col_pairs(uint32_t *dst, int p, int c, float4 v0, float4 v1,
+                                              int nr, F f)
+{
+    v0 = 2 * p < nr ? f(2 * p, v0) : v0, v1 = 2 * p + 1 < nr ? f(2 * p + 1, v1) : v1;
+    uint32_t *d = dst + 4 * c * LD + p;
+    d[0] = bf16x2_rn(v0.x, v1.x);
+    d[LD] = bf16x2_rn(v0.y, v1.y);
+    d[2 * LD] = bf16x2_rn(v0.z, v1.z);
+    d[3 * LD] = bf16x2_rn(v0.w, v1.w);
+}
+
+/* Rows r < ROWS of x (COLS floats a row, stride ld) as pairs along the
+   columns, transposed (COLS rows of pair_ld<ROWS>() words): element (r, j)
+   is f(r, x(r, j)) for r < nr, zero from row nr on. */
+template <int ROWS, int COLS, int NT, typename F>
+__device__ __forceinline__ void stage_cols(uint32_t *dst, const float *x, int ld, int nr, F f)
+{
+    load_row_pairs4<ROWS, COLS, NT>(x, ld, nr, [&](int p, int c, float4 v0, float4 v1) {
+        put_col_pairs<pair_ld<ROWS>()>(dst, p, c, v0, v1, nr, f);
+    });
 }
 
 __device__ __forceinline__ float4 same4(int, float4 v) { return v; }
