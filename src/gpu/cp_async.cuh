@@ -24,9 +24,9 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src)
    elements apart) to dst (LDD elements apart), both 16-byte aligned: a
    lane takes segment lane % SEGS of rows lane / SEGS + (32 / SEGS) k, at
    fixed strides from one converted address, so that a copy costs about
-   one instruction (the per-copy index and address arithmetic was most of
-   a copying warp's instructions, and that warp the bf16 states pass's
-   critical path, ncu). */
+   one instruction instead of a dozen of index and address arithmetic.
+   The bf16 dstates pass gained 1.4% by it (ncu); the bf16 states pass
+   lost 4% and keeps its loop. */
 template <int ROWS, int SEGS, int LDD, typename T>
 __device__ __forceinline__ void warp_copy_rows(T *dst, const T *src, int64_t lds)
 {

@@ -55,21 +55,22 @@ __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t 
                                          int L)
 {
     const cws w = make_cws(g, PC, PK, PK, hl, c);
+    const int lane = threadIdx.x & 31;
     uint32_t *Wb = buf, *Kb = buf + SB_W;
-    constexpr int WQ = PK / 8; /* 16-byte copies a row of W */
-    if (L == PC) {
-        warp_copy_rows<PC, WQ, LDK>(Wb, w.Wp, LDK);
-    } else {
+    constexpr int WQ = PK / 8, KQ = PC / 8; /* 16-byte copies a row */
 #pragma unroll 4
-        for (int e = threadIdx.x & 31; e < PC * WQ; e += 32) {
-            const int r = e / WQ, x = 4 * (e % WQ);
-            if (r < L)
-                cp_async16(Wb + r * LDK + x, w.Wp + r * LDK + x);
-            else
-                *reinterpret_cast<uint4 *>(Wb + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
-        }
+    for (int e = lane; e < PC * WQ; e += 32) {
+        const int r = e / WQ, x = 4 * (e % WQ);
+        if (r < L)
+            cp_async16(Wb + r * LDK + x, w.Wp + r * LDK + x);
+        else
+            *reinterpret_cast<uint4 *>(Wb + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
     }
-    warp_copy_rows<PK, PC / 8, LDC>(Kb, w.Ktp, LDC);
+#pragma unroll 4
+    for (int e = lane; e < PK * KQ; e += 32) {
+        const int r = e / KQ, x = 4 * (e % KQ);
+        cp_async16(Kb + r * LDC + x, w.Ktp + r * LDC + x);
+    }
 }
 
 __global__ void __launch_bounds__(SB_THREADS, 1)
