@@ -79,9 +79,10 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
         }
     }
     /* K, Kb = diag(beta) K from one load, Q */
-    load_rows4<PC, PK, NT>(k, h.qs, L, PK, [&](int r, int c, float4 v) {
-        put_row_pairs<LDK>(Kw, r, c, v, L, PK, same4);
-        put_row_pairs<LDK>(KBw, r, c, v, L, PK, [&](int r, float4 x) { return scale4(x, bet[r]); });
+    load_rows4<PC, PK, NT>(k, h.qs, L, PK, [&](int r, int col, float4 x) {
+        put_row_pairs<LDK>(Kw, r, col, x, L, PK, same4);
+        put_row_pairs<LDK>(KBw, r, col, x, L, PK,
+                           [&](int i, float4 y) { return scale4(y, bet[i]); });
     });
     stage_rows<PC, PK, NT>(Qw, q, h.qs, L, PK, same4);
     __syncthreads();
@@ -133,10 +134,10 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
                                 (i < L && j + 1 <= i) ? bf16_round(x1) : x1);
         });
     }
-    load_row_pairs4<PC, PK, NT>(k, h.qs, L, [&](int p, int c, float4 v0, float4 v1) {
-        put_col_pairs<LDC>(Yw, p, c, v0, v1, L,
-                           [&](int r, float4 x) { return scale4(scale4(x, bet[r]), gam[r]); });
-        put_col_pairs<LDC>(w.Ktp, p, c, v0, v1, L, same4); /* for the states pass */
+    load_row_pairs4<PC, PK, NT>(k, h.qs, L, [&](int p, int col, float4 x0, float4 x1) {
+        put_col_pairs<LDC>(Yw, p, col, x0, x1, L,
+                           [&](int r, float4 y) { return scale4(scale4(y, bet[r]), gam[r]); });
+        put_col_pairs<LDC>(w.Ktp, p, col, x0, x1, L, same4); /* for the states pass */
     });
     stage_cols<PC, PK, NT>(Xw, v, h.vs, L, [&](int r, float4 x) { return scale4(x, bet[r]); });
     if (BWD)
