@@ -12,7 +12,8 @@
  *            the rows above), one thread per entry of a row, each an fmaf
  *            chain in increasing m: scalar fp32 with no operand rounding,
  *            the CPU's order, so bit-identical to it.  Chunks up to 64
- *            run it in the blk_mm panel buffer, a thread per column.
+ *            run it in the blk_mm panel buffer, a thread per column; the
+ *            bf16 prep runs it two lanes per column (inv_fwdsubst_pairs).
  *  neumann   16x16 diagonal blocks (I - N)^-1 = (I+N)(I+N^2)(I+N^4)(I+N^8),
  *            N = -A_bb: three squarings and three products, batched over the
  *            n/16 diagonal blocks (independent); then, block row by block
