@@ -11,9 +11,10 @@
  *  fwdsubst  T_ij = -sum_{m=j}^{i-1} A_im T_mj, row by row (rows depend on
  *            the rows above), one thread per entry of a row, each an fmaf
  *            chain in increasing m: scalar fp32 with no operand rounding,
- *            the CPU's order, so bit-identical to it.  Chunks up to 64
- *            run it in the blk_mm panel buffer, a thread per column; the
- *            bf16 prep runs it two lanes per column (inv_fwdsubst_pairs).
+ *            the CPU's order, so bit-identical to it.  Chunks of 64 run
+ *            it two lanes per column (inv_fwdsubst_pairs; the general
+ *            prep from the blk_mm panel buffer), smaller chunks in that
+ *            buffer a thread per column.
  *  neumann   16x16 diagonal blocks (I - N)^-1 = (I+N)(I+N^2)(I+N^4)(I+N^8),
  *            N = -A_bb: three squarings and three products, batched over the
  *            n/16 diagonal blocks (independent); then, block row by block
@@ -142,6 +143,24 @@ __device__ __forceinline__ void inv_fwdsubst_pairs(const float *at, Put put)
     }
 }
 
+/* inv_fwdsubst_smem for n = N on 2N or more threads (the general prep's
+   chunk 64): A copied into pairs_at's layout in sm (N (N + 4) floats),
+   T's entries written from the lane of their row's parity; same chains,
+   so the same bits. */
+template <int N> __device__ inline void inv_fwdsubst_pairs_smem(float *t, const float *a, float *sm)
+{
+    constexpr int LDA = N + 4;
+    for (int e = threadIdx.x; e < N * N; e += blockDim.x)
+        sm[pairs_at<N, LDA>(e / N, e % N)] = a[e];
+    __syncthreads();
+    const int j = threadIdx.x >> 1, p = threadIdx.x & 1;
+    inv_fwdsubst_pairs<N, LDA>(sm, [&](int m, float x) {
+        if (p == (m & 1))
+            t[m * N + j] = x;
+    });
+    __syncthreads();
+}
+
 /* e = I + x for nb 16x16 blocks stored contiguously. */
 __device__ inline void inv_eye_plus(float *e, const float *x, int nb)
 {
@@ -233,7 +252,10 @@ template <int P> __device__ void inverse(float *t, const float *a, int n, int in
         inv_schur<P>(t, a, n, scr);
         break;
     default:
-        if (2 * n * (n + 1) <= 2 * MM_T * mm_ld<P>::v)
+        static_assert(64 * (64 + 4) <= 2 * MM_T * mm_ld<P>::v, "A in pairs_at's layout fits");
+        if (n == 64 && blockDim.x >= 2 * 64)
+            inv_fwdsubst_pairs_smem<64>(t, a, mm_smem<P>());
+        else if (2 * n * (n + 1) <= 2 * MM_T * mm_ld<P>::v)
             inv_fwdsubst_smem(t, a, n, mm_smem<P>());
         else
             inv_fwdsubst(t, a, n);

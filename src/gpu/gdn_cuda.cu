@@ -57,16 +57,17 @@ extern "C" {
 #include "gpu/device.h"
 #include "gpu/gdn_cuda.h"
 
-namespace {
+namespace
+{
 
-#define CU_TRY(call, what)                                                                      \
-    do {                                                                                        \
-        cudaError_t e_ = (call);                                                                \
-        if (e_ != cudaSuccess) {                                                                \
-            cudaGetLastError();                                                                 \
-            RA_ERRORF(e_ == cudaErrorMemoryAllocation ? RA_ENOMEM : RA_EIO, "cuda gdn: %s: %s", \
-                      (what), cudaGetErrorString(e_));                                          \
-        }                                                                                       \
+#define CU_TRY(call, what)                                                                         \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            cudaGetLastError();                                                                    \
+            RA_ERRORF(e_ == cudaErrorMemoryAllocation ? RA_ENOMEM : RA_EIO, "cuda gdn: %s: %s",    \
+                      (what), cudaGetErrorString(e_));                                             \
+        }                                                                                          \
     } while (0)
 
 unsigned grid_for(int64_t n)
@@ -75,8 +76,8 @@ unsigned grid_for(int64_t n)
     return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
 }
 
-#define GRID_STRIDE(e, n)                                                                       \
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < (n);                   \
+#define GRID_STRIDE(e, n)                                                                          \
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < (n);                      \
          e += (int64_t)gridDim.x * blockDim.x)
 
 /* --- storage dtype <-> fp32 ------------------------------------------------------------- */
@@ -137,28 +138,45 @@ __global__ void l2norm_rows(float *xn, float *nrm, const float *x, int64_t rows,
 }
 
 /* dx[b,t,hk,:] = sum over the group's value heads of dxv[b,t,hv,:] in
-   increasing hv, then (nrm not NULL) the l2norm chain rule with the raw x. */
+   increasing hv, then (nrm not NULL) the l2norm chain rule with the raw x.
+   A warp per row, lane l on the row's elements l, l + 32, ..., so that a
+   warp's loads and stores are contiguous (a thread per row had each load
+   touch 32 rows grp K floats apart).  The dot's chain runs in
+   increasing i on every lane, its operands broadcast by shuffle, so each
+   value is the same fp32 operation as a thread walking the row. */
 __global__ void group_sum_rows(float *dx, const float *dxv, const float *x, const float *nrm,
                                int64_t rows, int64_t Hk, int64_t grp, int64_t K)
 {
-    GRID_STRIDE(r, rows)
-    {
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+    for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
+         r += warps) {
         const int64_t bt = r / Hk, hk = r % Hk;
-        const float *src = dxv + (bt * Hk * grp + hk * grp) * K;
+        const float *src = dxv + (bt * Hk * grp + hk * grp) * K, *xr = x + r * K;
         float *d = dx + r * K;
-        for (int64_t i = 0; i < K; i++) {
-            float s = src[i];
-            for (int64_t m = 1; m < grp; m++)
-                s = __fadd_rn(s, src[m * K + i]);
-            d[i] = s;
+        float dot = 0.f;
+        for (int64_t i0 = 0; i0 < K; i0 += 32) {
+            const int64_t i = i0 + lane;
+            float s = 0.f, xi = 0.f;
+            if (i < K) {
+                s = src[i];
+                for (int64_t m = 1; m < grp; m++)
+                    s = __fadd_rn(s, src[m * K + i]);
+                d[i] = s;
+                if (nrm)
+                    xi = xr[i];
+            }
+            if (nrm) {
+                const int n = K - i0 < 32 ? (int)(K - i0) : 32;
+                for (int l = 0; l < n; l++)
+                    dot = __fmaf_rn(__shfl_sync(0xffffffffu, xi, l), __shfl_sync(0xffffffffu, s, l),
+                                    dot);
+            }
         }
         if (nrm) {
-            const float *xr = x + r * K, n = nrm[r];
-            float dot = 0.f;
-            for (int64_t i = 0; i < K; i++)
-                dot = __fmaf_rn(xr[i], d[i], dot);
+            const float n = nrm[r];
             const float c = __fdiv_rn(dot, __fmul_rn(__fmul_rn(n, n), n));
-            for (int64_t i = 0; i < K; i++)
+            for (int64_t i = lane; i < K; i += 32)
                 d[i] = __fsub_rn(__fdiv_rn(d[i], n), __fmul_rn(xr[i], c));
         }
     }
@@ -330,8 +348,8 @@ ra_status check_cfg(const ra_gpu_gdn_cfg *cfg)
     if (!cfg)
         RA_ERROR("cuda gdn: no configuration", RA_EINVAL);
     if ((unsigned)cfg->act_dtype >= RA_NDTYPES || (unsigned)cfg->aux_dtype >= RA_NDTYPES)
-        RA_ERRORF(RA_EINVAL, "cuda gdn: invalid storage dtype codes %d, %d",
-                  (int)cfg->act_dtype, (int)cfg->aux_dtype);
+        RA_ERRORF(RA_EINVAL, "cuda gdn: invalid storage dtype codes %d, %d", (int)cfg->act_dtype,
+                  (int)cfg->aux_dtype);
     if (cfg->algo != RA_GPU_GDN_SEQ && cfg->algo != RA_GPU_GDN_CHUNK)
         RA_ERRORF(RA_EINVAL, "cuda gdn: unknown algorithm code %d", (int)cfg->algo);
     return RA_OK;
@@ -391,8 +409,7 @@ ra_status workspace(Workspace *w, Arena &ar, const ra_gpu_gdn_cfg *cfg, const ra
     return w->n > 0 ? dev_floats(&w->p, ar, w->n, "the chunk workspace") : RA_OK;
 }
 
-ra_status launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd,
-                 const Workspace &w)
+ra_status launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd, const Workspace &w)
 {
     char msg[512] = "";
     const ra_status st = cfg->algo == RA_GPU_GDN_SEQ
@@ -403,8 +420,8 @@ ra_status launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd,
     return RA_OK;
 }
 
-ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int device,
-              int bwd, double *kernel_ms)
+ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int device, int bwd,
+              double *kernel_ms)
 {
     RA_TRY(check_cfg(cfg));
     ra_gdn_problem p;
@@ -412,8 +429,8 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
     RA_TRY(use_device(device));
     const ra_gdn_shape &s = p.s;
     const int64_t B = s.B, T = s.T, Hk = s.Hk, Hv = s.Hv, K = s.K, V = s.V;
-    const int64_t nv = B * T * Hv * V, ng = B * T * Hv, ns = B * Hv * K * V,
-                  nqv = B * T * Hv * K, rows = B * T * Hk;
+    const int64_t nv = B * T * Hv * V, ng = B * T * Hv, ns = B * Hv * K * V, nqv = B * T * Hv * K,
+                  rows = B * T * Hk;
 
     Arena ar;
     ra_gpu_gdn_args a;
@@ -473,18 +490,25 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
     RA_TRY(dev_floats(&a.dbeta, ar, ng, "dbeta"));
     if (p.h0)
         RA_TRY(dev_floats(&a.dh0, ar, ns, "dh0"));
-    float *dq, *dk;
-    RA_TRY(dev_floats(&dq, ar, rows * K, "dq"));
-    RA_TRY(dev_floats(&dk, ar, rows * K, "dk"));
+    /* With a value head per key head and no l2norm, the group sum would
+       copy dqv and dkv: they are dq and dk. */
+    const bool group_sums = Hv != Hk || p.l2norm;
+    float *dq = a.dqv, *dk = a.dkv;
+    if (group_sums) {
+        RA_TRY(dev_floats(&dq, ar, rows * K, "dq"));
+        RA_TRY(dev_floats(&dk, ar, rows * K, "dk"));
+    }
 
     Workspace ws;
     RA_TRY(workspace(&ws, ar, cfg, &a));
     KernelTimer timer;
     RA_TRY(timer.begin(kernel_ms, ar, device));
     RA_TRY(launch(cfg, &a, 1, ws));
-    group_sum_rows<<<grid_for(rows), 256>>>(dq, a.dqv, q, qnrm, rows, Hk, Hv / Hk, K);
-    group_sum_rows<<<grid_for(rows), 256>>>(dk, a.dkv, k, knrm, rows, Hk, Hv / Hk, K);
-    CU_TRY(cudaGetLastError(), "launch of the group-sum kernel");
+    if (group_sums) {
+        group_sum_rows<<<grid_for(32 * rows), 256>>>(dq, a.dqv, q, qnrm, rows, Hk, Hv / Hk, K);
+        group_sum_rows<<<grid_for(32 * rows), 256>>>(dk, a.dkv, k, knrm, rows, Hk, Hv / Hk, K);
+        CU_TRY(cudaGetLastError(), "launch of the group-sum kernel");
+    }
     RA_TRY(timer.end());
     CU_TRY(cudaDeviceSynchronize(), "group sums of dq, dk");
 
