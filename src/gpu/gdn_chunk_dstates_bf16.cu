@@ -38,11 +38,10 @@
 namespace ra_gpu
 {
 
-/* Warps per block: DB_WARPS run the recursion on 16 state columns each,
-   one more copies the next chunk's operands (cp.async); the staged
-   tiles' row strides: fp32 K and P padded by 4 so that a fragment's lanes
-   (g, t) read distinct banks. */
-constexpr int DB_WARPS = 4, DB_THREADS = 32 * (DB_WARPS + 1), DB_COLS = 16 * DB_WARPS;
+/* Warps per block: W (a template parameter, 2 or 4) run the recursion on
+   16 state columns each, one more copies the next chunk's operands
+   (cp.async); the staged tiles' row strides: fp32 K and P padded by 4 so
+   that a fragment's lanes (g, t) read distinct banks. */
 constexpr int DB_LDK = PK + 4, DB_LDP = PC + 4;
 constexpr int DB_K = PC * DB_LDK, DB_P = PC * DB_LDP, DB_QT = PK * LDC, DB_WT = PK * LDC;
 constexpr int DB_STAGE = DB_K + DB_P + DB_QT + DB_WT, DB_WORDS = 2 * DB_STAGE;
@@ -119,14 +118,15 @@ __device__ __forceinline__ void warp_mm_regs_f32b(float (&d)[NT][4], const uint3
     }
 }
 
-__global__ void __launch_bounds__(DB_THREADS, 1)
+template <int W>
+__global__ void __launch_bounds__(32 * (W + 1), 1)
     gdn_chunk_dstates_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
     extern __shared__ __align__(16) uint32_t sm[];
-    constexpr int TILES = PK / DB_COLS;
+    constexpr int TILES = PK / (16 * W);
     const int64_t hl = blockIdx.x / TILES;
-    const bool copier = (threadIdx.x >> 5) == DB_WARPS;
-    const int v0 = (int)(blockIdx.x % TILES) * DB_COLS + 16 * (threadIdx.x >> 5);
+    const bool copier = (threadIdx.x >> 5) == W;
+    const int v0 = (int)(blockIdx.x % TILES) * 16 * W + 16 * (threadIdx.x >> 5);
     const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
     const float sc = h.scale;
     /* dS^T, element (v, k) of cotangent row k, column v, in ds[k / 8] */
@@ -221,11 +221,29 @@ __global__ void __launch_bounds__(DB_THREADS, 1)
 
 using ra_gpu::group;
 
-cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const group *g)
+/* A block takes 16 W state columns of a head; its shared memory holds
+   one block an SM. */
+template <int W> static cudaError_t db_launch(const ra_gpu_gdn_args *a, const group *g)
 {
     using namespace ra_gpu;
-    return launch_blocks(gdn_chunk_dstates_bf16_kernel, (unsigned)(g->nh * (PK / DB_COLS)),
-                         DB_THREADS, DB_WORDS, g, a);
+    return launch_blocks(gdn_chunk_dstates_bf16_kernel<W>, (unsigned)(g->nh * (PK / (16 * W))),
+                         32 * (W + 1), DB_WORDS, g, a);
+}
+
+/* Two warps a block when that grid fits one wave, four otherwise: every
+   warp's chain per chunk is the same, and on an SM of its own it runs
+   faster (ncu, first bench shape, 64 blocks of four warps against 128 of
+   two: 0.995 and 0.870 ms); with more blocks than SMs, two warps would
+   need a second wave. */
+cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const group *g)
+{
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess)
+        return e;
+    return g->nh * (ra_gpu::PK / 32) <= sms ? db_launch<2>(a, g) : db_launch<4>(a, g);
 }
 
 int64_t ra_gpu_gdn_chunk_dstates_bf16_bytes(void)
