@@ -2,15 +2,42 @@
 #ifndef RA_GPU_CP_ASYNC_CUH
 #define RA_GPU_CP_ASYNC_CUH
 
+#include <cstdint>
+
 namespace ra_gpu
 {
 
-/* Copies 16 bytes (both addresses 16-byte aligned), bypassing L1. */
+/* Copies 16 bytes (both addresses 16-byte aligned), bypassing L1; dst
+   is a shared-space address (__cvta_generic_to_shared). */
+__device__ __forceinline__ void cp_async16_s(unsigned dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+                 "l"(__cvta_generic_to_global(src)));
+}
+
 __device__ __forceinline__ void cp_async16(void *dst, const void *src)
 {
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d),
-                 "l"(__cvta_generic_to_global(src)));
+    cp_async16_s((unsigned)__cvta_generic_to_shared(dst), src);
+}
+
+/* One warp copies ROWS rows of SEGS 16-byte segments from src (rows lds
+   elements apart) to dst (LDD elements apart), both 16-byte aligned: a
+   lane takes segment lane % SEGS of rows lane / SEGS + (32 / SEGS) k, at
+   fixed strides from one converted address, so that a copy costs about
+   one instruction instead of a dozen of index and address arithmetic.
+   The bf16 dstates pass gained 1.4% by it (ncu); the bf16 states pass
+   lost 4% and keeps its loop. */
+template <int ROWS, int SEGS, int LDD, typename T>
+__device__ __forceinline__ void warp_copy_rows(T *dst, const T *src, int64_t lds)
+{
+    constexpr int RP = 32 / SEGS, E = 16 / sizeof(T);
+    static_assert(32 % SEGS == 0 && ROWS % RP == 0 && 16 % sizeof(T) == 0, "whole warp passes");
+    const int lane = threadIdx.x & 31, r = lane / SEGS, x = E * (lane % SEGS);
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst + r * LDD + x);
+    const T *s = src + r * lds + x;
+#pragma unroll
+    for (int k = 0; k < ROWS / RP; k++)
+        cp_async16_s(d + (unsigned)(RP * k * LDD * sizeof(T)), s + RP * k * lds);
 }
 
 /* Copies 4 bytes. */

@@ -16,7 +16,7 @@
  *           pair tiles cws::Qtp, cws::Wtp, staged.
  *
  * The block's warps share only the staged tiles (K, P, Q^T, W^T: 86 KB a
- * chunk), which a warp of their own copies (bulk copies) one chunk ahead; G
+ * chunk), which a warp of their own copies (cp.async) one chunk ahead; G
  * and gamma are read from global memory.
  *
  * Bits: each product sees the same bf16 operands (fp32 ones rounded by
@@ -29,7 +29,6 @@
 
 #include <cstdint>
 
-#include "gpu/bulk_copy.cuh"
 #include "gpu/cp_async.cuh"
 #include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_chunk_bf16.cuh"
@@ -41,7 +40,7 @@ namespace ra_gpu
 
 /* Warps per block: W (a template parameter, 2 or 4) run the recursion on
    16 state columns each, one more copies the next chunk's operands
-   (bulk copies); the staged tiles' row strides: fp32 K and P padded by 4 so
+   (cp.async); the staged tiles' row strides: fp32 K and P padded by 4 so
    that a fragment's lanes (g, t) read distinct banks. */
 constexpr int DB_LDK = PK + 4, DB_LDP = PC + 4;
 constexpr int DB_K = PC * DB_LDK, DB_P = PC * DB_LDP, DB_QT = PK * LDC, DB_WT = PK * LDC;
@@ -62,31 +61,20 @@ __device__ __forceinline__ db_stage db_at(uint32_t *sm, int64_t c)
 }
 
 /* Starts copying chunk c's tiles into its stage (the copying warp calls
-   it), counted on bar.  A full chunk: a bulk copy a row (K's fp32 rows
-   from k, P's from the prep, Q^T's and W^T's pairs without their padding
-   words, which the prep does not write).  In a chunk of L < 64 rows (the
-   last, so the first this pass takes) K's rows at or past L are zeroed,
-   and P, which the prep writes only in L x L, is copied element by
-   element with zeros around it (cp.async and plain stores: the caller
-   waits for those too); Q^T and W^T come zero-padded from the prep. */
-__device__ __forceinline__ void db_issue(uint32_t *sm, uint64_t *bar, const group &g, const head &h,
-                                         int64_t hl, int64_t c)
+   it).  In a chunk of L < 64 rows (the last, so the first this pass
+   takes) K's rows at or past L are zeroed, and P, which the prep writes
+   only in L x L, is copied element by element with zeros around it; Q^T
+   and W^T come zero-padded from the prep. */
+__device__ __forceinline__ void db_issue(uint32_t *sm, const group &g, const head &h, int64_t hl,
+                                         int64_t c)
 {
     const cws w = make_cws(g, PC, PK, PK, hl, c);
     const int L = chunk_rows(h, PC, c), lane = threadIdx.x & 31;
     const db_stage b = db_at(sm, c);
     const float *k = h.k + c * PC * h.qs;
-    constexpr unsigned KROW = PK * sizeof(float), PROW = PC * sizeof(float),
-                       TROW = PC / 2 * sizeof(uint32_t);
-    if (lane == 0)
-        mbar_arrive_tx(bar, (L == PC ? PC * (KROW + PROW) : 0) + 2 * PK * TROW);
-    __syncwarp();
     if (L == PC) {
-#pragma unroll
-        for (int r = lane; r < PC; r += 32) {
-            bulk_copy(b.K + r * DB_LDK, k + (int64_t)r * h.qs, KROW, bar);
-            bulk_copy(b.P + r * DB_LDP, w.P + r * PC, PROW, bar);
-        }
+        warp_copy_rows<PC, PK / 4, DB_LDK>(b.K, k, h.qs);
+        warp_copy_rows<PC, PC / 4, DB_LDP>(b.P, w.P, PC);
     } else {
 #pragma unroll 4
         for (int e = lane; e < PC * (PK / 4); e += 32) {
@@ -101,11 +89,8 @@ __device__ __forceinline__ void db_issue(uint32_t *sm, uint64_t *bar, const grou
             b.P[r * DB_LDP + x] = (r < L && x < L) ? w.P[r * PC + x] : 0.f;
         }
     }
-#pragma unroll
-    for (int r = lane; r < PK; r += 32) {
-        bulk_copy(b.Qt + r * LDC, w.Qtp + r * LDC, TROW, bar);
-        bulk_copy(b.Wt + r * LDC, w.Wtp + r * LDC, TROW, bar);
-    }
+    warp_copy_rows<PK, PC / 8, LDC>(b.Qt, w.Qtp, LDC);
+    warp_copy_rows<PK, PC / 8, LDC>(b.Wt, w.Wtp, LDC);
 }
 
 /* d[n] += A B over the first `used` of NT n-tiles and the k-steps while
@@ -150,23 +135,11 @@ __global__ void __launch_bounds__(32 * (W + 1), 1)
         for_frags<PK / 8>(
             v0, 0, [&](int u, int e, int v, int k) { ds[u][e] = h.dht ? h.dht[k * PK + v] : 0.f; });
     const int lane = threadIdx.x & 31;
-    __shared__ uint64_t bar[2]; /* a stage's copies */
-    if (threadIdx.x == 0) {
-        mbar_init(&bar[0]);
-        mbar_init(&bar[1]);
-        mbar_init_fence();
-    }
-    __syncthreads();
-    /* chunk c goes to stage c & 1, the (nch - 1 - c) / 2-th use of its
-       barrier; issues it and waits for all of its copies */
-    const auto copy_chunk = [&](int64_t c) {
-        db_issue(sm, &bar[c & 1], g, h, hl, c);
+    if (copier) {
+        db_issue(sm, g, h, hl, g.nch - 1);
         cp_commit();
         cp_wait<0>();
-        mbar_wait(&bar[c & 1], (unsigned)((g.nch - 1 - c) >> 1) & 1u);
-    };
-    if (copier)
-        copy_chunk(g.nch - 1);
+    }
     for (int64_t c = g.nch - 1; c >= 0; c--) {
         const cws w = make_cws(g, PC, PK, PK, hl, c);
         const int L = chunk_rows(h, PC, c);
@@ -188,7 +161,9 @@ __global__ void __launch_bounds__(32 * (W + 1), 1)
         __syncthreads(); /* chunk c's stage is in; chunk c + 1's is free */
         if (copier) {
             if (c > 0)
-                copy_chunk(c - 1); /* for the next barrier */
+                db_issue(sm, g, h, hl, c - 1);
+            cp_commit();
+            cp_wait<0>(); /* chunk c - 1, for the next barrier */
             continue;
         }
         const db_stage b = db_at(sm, c);

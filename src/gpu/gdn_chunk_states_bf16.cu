@@ -16,7 +16,7 @@
  *
  * (V'd: V' with row i decayed by exp(G_last - G_i)), so a chunk needs
  * nothing from the other warps.  The block's warps share only the staged
- * tiles of W and K^T, which a warp of their own copies (bulk copies)
+ * tiles of W and K^T, which a warp of their own copies (cp.async)
  * SB_STAGES - 1 chunks ahead; G is read from global memory.
  *
  * Bits: every output element sees the same bf16 operand pairs, summed in
@@ -30,7 +30,7 @@
 
 #include <cstdint>
 
-#include "gpu/bulk_copy.cuh"
+#include "gpu/cp_async.cuh"
 #include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_chunk_bf16.cuh"
 #include "gpu/gdn_chunk_kernels.h"
@@ -40,7 +40,7 @@ namespace ra_gpu
 {
 
 /* Warps per block: SB_WARPS run the recursion on 16 state columns each,
-   one more copies the operands (bulk copies) SB_STAGES - 1 chunks ahead.
+   one more copies the operands (cp.async) SB_STAGES - 1 chunks ahead.
    A stage is W (64 rows along the features) and K^T (128 rows along the
    tokens): 35 KB, so two blocks of three stages fit an SM. */
 constexpr int SB_WARPS = 2, SB_THREADS = 32 * (SB_WARPS + 1), SB_COLS = 16 * SB_WARPS;
@@ -49,29 +49,28 @@ constexpr int SB_W = PC * LDK, SB_KT = PK * LDC, SB_STAGE = SB_W + SB_KT;
 constexpr int SB_WORDS = SB_STAGES * SB_STAGE;
 
 /* Starts copying chunk c's W and K^T into stage buf (the copying warp
-   calls it), a bulk copy a row counted on bar (the rows' data, not their
-   padding words, which the prep does not write): W's rows below L, K^T
-   whole (it comes zero-padded from the prep).  W's rows at or past L,
-   which the prep leaves unwritten, are zeroed instead. */
-__device__ __forceinline__ void sb_issue(uint32_t *buf, uint64_t *bar, const group &g, int64_t hl,
-                                         int64_t c, int L)
+   calls it).  W's rows at or past L, which the prep leaves unwritten,
+   are zeroed instead; K^T comes zero-padded from the prep. */
+__device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t hl, int64_t c,
+                                         int L)
 {
     const cws w = make_cws(g, PC, PK, PK, hl, c);
     const int lane = threadIdx.x & 31;
     uint32_t *Wb = buf, *Kb = buf + SB_W;
-    constexpr unsigned WROW = PK / 2 * sizeof(uint32_t), KROW = PC / 2 * sizeof(uint32_t);
-    if (lane == 0)
-        mbar_arrive_tx(bar, L * WROW + PK * KROW);
-    __syncwarp();
-    for (int r = lane; r < PC; r += 32)
+    constexpr int WQ = PK / 8, KQ = PC / 8; /* 16-byte copies a row */
+#pragma unroll 4
+    for (int e = lane; e < PC * WQ; e += 32) {
+        const int r = e / WQ, x = 4 * (e % WQ);
         if (r < L)
-            bulk_copy(Wb + r * LDK, w.Wp + r * LDK, WROW, bar);
+            cp_async16(Wb + r * LDK + x, w.Wp + r * LDK + x);
         else
-            for (int x = 0; x < PK / 2; x += 4)
-                *reinterpret_cast<uint4 *>(Wb + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
-#pragma unroll
-    for (int r = lane; r < PK; r += 32)
-        bulk_copy(Kb + r * LDC, w.Ktp + r * LDC, KROW, bar);
+            *reinterpret_cast<uint4 *>(Wb + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll 4
+    for (int e = lane; e < PK * KQ; e += 32) {
+        const int r = e / KQ, x = 4 * (e % KQ);
+        cp_async16(Kb + r * LDC + x, w.Ktp + r * LDC + x);
+    }
 }
 
 __global__ void __launch_bounds__(SB_THREADS, 1)
@@ -100,22 +99,14 @@ __global__ void __launch_bounds__(SB_THREADS, 1)
         ga = lane < L ? w.G[lane] : 0.f;
         gb = lane + 32 < L ? w.G[lane + 32] : 0.f;
     };
-    __shared__ uint64_t bar[SB_STAGES]; /* a stage's copies */
-    if (threadIdx.x == 0) {
-        for (int b = 0; b < SB_STAGES; b++)
-            mbar_init(&bar[b]);
-        mbar_init_fence();
-    }
-    __syncthreads();
-    /* chunk n goes to stage n % SB_STAGES, its copies complete the
-       barrier's phase of parity (n / SB_STAGES) & 1 */
-    const auto wait_chunk = [&](int64_t n) {
-        mbar_wait(&bar[n % SB_STAGES], (unsigned)(n / SB_STAGES) & 1u);
-    };
     if (copier) {
-        for (int c = 0; c < SB_STAGES - 1 && c < g.nch; c++)
-            sb_issue(sm + c * SB_STAGE, &bar[c], g, hl, c, chunk_rows(h, PC, c));
-        wait_chunk(0);
+#pragma unroll
+        for (int c = 0; c < SB_STAGES - 1; c++) {
+            if (c < g.nch)
+                sb_issue(sm + c * SB_STAGE, g, hl, c, chunk_rows(h, PC, c));
+            cp_commit();
+        }
+        cp_wait<SB_STAGES - 2>(); /* chunk 0 */
     } else {
         for_frags<PK / 8>(
             v0, 0, [&](int uu, int e, int v, int k) { s[uu][e] = h.h0 ? h.h0[k * PK + v] : 0.f; });
@@ -128,10 +119,9 @@ __global__ void __launch_bounds__(SB_THREADS, 1)
         if (copier) {
             const int64_t n = c + SB_STAGES - 1;
             if (n < g.nch)
-                sb_issue(sm + (n % SB_STAGES) * SB_STAGE, &bar[n % SB_STAGES], g, hl, n,
-                         chunk_rows(h, PC, n));
-            if (c + 1 < g.nch)
-                wait_chunk(c + 1); /* for the next barrier */
+                sb_issue(sm + (n % SB_STAGES) * SB_STAGE, g, hl, n, chunk_rows(h, PC, n));
+            cp_commit();
+            cp_wait<SB_STAGES - 2>(); /* chunk c + 1, for the next barrier */
             continue;
         }
         /* the row decays exp(G_last - G_i) of rows lane and lane + 32 */
