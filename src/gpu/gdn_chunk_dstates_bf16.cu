@@ -231,10 +231,10 @@ template <int W> static cudaError_t db_launch(const ra_gpu_gdn_args *a, const gr
 }
 
 /* Two warps a block when that grid fits one wave, four otherwise: every
-   warp's chain per chunk is the same, and on an SM of its own it runs
-   faster (ncu, first bench shape, 64 blocks of four warps against 128 of
-   two: 0.995 and 0.870 ms); with more blocks than SMs, two warps would
-   need a second wave. */
+   warp's chain per chunk is the same, and it ran faster with two
+   computing warps on its SM than with four (ncu, first bench shape, 64
+   blocks of four warps against 128 of two: 1.007 and 0.882 ms); with
+   more blocks than SMs, two warps would need a second wave. */
 cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
     int dev = 0, sms = 0;
