@@ -3,7 +3,7 @@
 #
 #   bench/gpu-bits.sh OLD NEW [GLOB]
 #
-# Generates seven gdn cases chosen to reach the chunked kernels' edge paths,
+# Generates eight gdn cases chosen to reach the chunked kernels' edge paths,
 # runs every variant matching GLOB (default 'gdn.cuda.chunk*') on each case
 # with both binaries, and compares the output files byte for byte.  A
 # kernel change that claims "same bits" (a faster schedule of the same
@@ -17,6 +17,8 @@
 #   c6  B=1,T=384,Hk=2,Hv=2,K=128,V=40, bf16, h0: a last column tile of 8
 #   c7  B=1,T=129,K=V=128, bf16: a last chunk of one row in the production
 #       head's shared-memory kernels
+#   c8  B=1,T=150,Hk=2,Hv=6,K=50,V=37, raw keys with l2norm: the dq/dk
+#       group sums' l2norm dot over a last partial warp of K
 #
 # Prints a line per differing or failing run and a summary.  Exit status:
 # 0 when every pair is identical, 1 otherwise, 77 when GLOB names CUDA
@@ -54,6 +56,7 @@ c4 B=1,T=150,Hk=2,Hv=4,K=50,V=37 --seed 9
 c5 B=1,T=520,Hk=4,Hv=64,K=128,V=128 --dtype bf16 --h0 --seed 11
 c6 B=1,T=384,Hk=2,Hv=2,K=128,V=40 --dtype bf16 --h0 --seed 13
 c7 B=1,T=129,Hk=1,Hv=2,K=128,V=128 --dtype bf16 --seed 15
+c8 B=1,T=150,Hk=2,Hv=6,K=50,V=37 --l2norm --regime raw-keys --seed 21
 EOF
 echo "bits: $runs runs, $bad differ"
 test "$bad" -eq 0
