@@ -37,6 +37,7 @@
 #include "gpu/cp_async.cuh"
 #include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_chunk_kernels.h"
+#include "gpu/pass_mm_ieee.cuh"
 
 namespace ra_gpu
 {
@@ -53,6 +54,9 @@ constexpr int PASS_BLOCKS_PER_SM = 2;
    ncu at B=1, T=8192, Hv=32, K=V=128, bf16: states 1.65 to 1.21 ms,
    dstates 3.04 to 1.92 ms. */
 constexpr int PASS_THREADS = 256, PASS_COLS = 16;
+
+/* Row stride of the column arrays: a fragment's lanes hit distinct banks. */
+constexpr int PASS_LDC = PASS_COLS + 8;
 
 /* Waits until at most one group (the most recent) is in flight, then
    synchronises the block so that every thread's copies are visible. */
@@ -93,8 +97,7 @@ struct tile {
 };
 
 /* Shared-memory layout of a pass block: the per-column arrays (nc
-   columns, row stride nc + 8 so that a fragment's lanes hit distinct
-   banks), then the staged tiles.  Row strides of the tiles: +4 for tiles
+   columns, row stride PASS_LDC), then the staged tiles.  Row strides of the tiles: +4 for tiles
    read along their rows by the fragments, +8 for tiles read down their
    columns (transposed operands). */
 struct pass_layout {
@@ -114,7 +117,7 @@ struct pass_layout {
 static pass_layout make_pass_layout(bool bwd, int C, int K, int nc, int64_t budget_floats)
 {
     pass_layout p;
-    p.nc = nc, p.ldc = nc + 8;
+    p.nc = nc, p.ldc = PASS_LDC;
     p.fixed = bwd ? (int64_t)(3 * K + 3 * C) * p.ldc + 2 * C : (int64_t)(2 * K + 2 * C) * p.ldc + C;
     p.floats = p.fixed;
     p.ntile = bwd ? 4 : 2;
@@ -154,22 +157,36 @@ __device__ __forceinline__ void tile_issue(const tile &t, const float *src, int6
 struct opnd {
     const float *p;
     int64_t ld;
+    bool staged;
 };
 
 __device__ __forceinline__ opnd tile_op(const tile &t, const float *g, int64_t ldg)
 {
-    return t.sm ? opnd{t.sm, t.ld} : opnd{g, ldg};
+    return t.sm ? opnd{t.sm, t.ld, true} : opnd{g, ldg, false};
 }
 
 /* C (m x 16 column arrays, row stride ldc) = (acc ? C : 0) + A B with
    A(i, p) = a.p[i * a.ld + p] (a.p[p * a.ld + i] when TA), B the column
    arrays b (row stride ldc): mm_cols16 when every index is in range
    (full, m and kc multiples of 16), else blk_mm_direct on the block's nv
-   columns (the same bits on those columns). */
-template <int P, bool TA>
+   columns (the same bits on those columns).  FM and FK, when not zero,
+   are m and kc of a full chunk, where IEEE takes mm_cols16_ieee_fixed
+   (A staged, or in place, transposed and 8-byte aligned). */
+template <int P, bool TA, int FM = 0, int FK = 0>
 __device__ __forceinline__ void pass_mm(bool full, float *c, int ldc, opnd a, const float *b, int m,
                                         int nv, int kc, bool acc)
 {
+    if constexpr (P == RA_GPU_PREC_IEEE && FM > 0) {
+        if (full && a.staged) {
+            mm_cols16_ieee_fixed<FM, FK, TA, false, PASS_LDC>(c, a.p, (int)a.ld, b, acc);
+            return;
+        }
+        if constexpr (TA)
+            if (full && a.ld % 2 == 0 && (reinterpret_cast<uintptr_t>(a.p) & 7) == 0) {
+                mm_cols16_ieee_fixed<FM, FK, true, true, PASS_LDC>(c, a.p, (int)a.ld, b, acc);
+                return;
+            }
+    }
     if (full && m % 16 == 0 && kc % 16 == 0)
         mm_cols16<P, TA>(c, ldc, a.p, (int)a.ld, b, ldc, m, kc, acc);
     else
@@ -222,6 +239,8 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     pass_cols(g, (int)a.s.V, pl.nc, hl, j0, nv);
     const head h = make_head<FIX>(a, g.h0 + hl);
     const int K = h.K, V = h.V, C = fixed_C<FIX>(g), ldc = pl.ldc;
+    /* C and K of a full chunk when fixed at compile time, else 0 */
+    constexpr int FC = FIX == FIX_C64_KV128 ? 64 : 0, FK = FIX == FIX_C64_KV128 ? 128 : 0;
     float *S = smem, *Sst = S + K * ldc, *Vp = Sst + K * ldc, *Us = Vp + C * ldc,
           *Gs = Us + C * ldc;
     const tile tw = pass_tile(smem, pl, 0), tk = pass_tile(smem, pl, 1);
@@ -262,7 +281,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
                 w.Sst[r * V + j0 + j] = x;
         }
         cp_wait_all_but_last(); /* W(c) */
-        pass_mm<P, false>(full, Vp, ldc, tile_op(tw, w.W, K), Sst, L, nv, K, false);
+        pass_mm<P, false, FC, FK>(full, Vp, ldc, tile_op(tw, w.W, K), Sst, L, nv, K, false);
         __syncthreads();
         if (more)
             issue_w(c + 1, Ln);
@@ -287,7 +306,8 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
             *x = __fmul_rn(*x, gC);
         }
         __syncthreads();
-        pass_mm<P, true>(full, S, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), Vp, K, nv, L, true);
+        pass_mm<P, true, FK, FC>(full, S, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), Vp, K, nv, L,
+                                 true);
         __syncthreads();
         if (more)
             issue2(c + 1);
@@ -312,6 +332,8 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     pass_cols(g, (int)a.s.V, pl.nc, hl, j0, nv);
     const head h = make_head<FIX>(a, g.h0 + hl);
     const int K = h.K, V = h.V, C = fixed_C<FIX>(g), ldc = pl.ldc;
+    /* C and K of a full chunk when fixed at compile time, else 0 */
+    constexpr int FC = FIX == FIX_C64_KV128 ? 64 : 0, FK = FIX == FIX_C64_KV128 ? 128 : 0;
     const float s = h.scale;
     float *dS = smem, *dSn = dS + K * ldc, *WtdV = dSn + K * ldc, *dVp = WtdV + K * ldc,
           *tV = dVp + C * ldc, *dOs = tV + C * ldc, *Gs = dOs + C * ldc, *gams = Gs + C;
@@ -350,8 +372,9 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
         __syncthreads();
         copy_cols(w.dS + j0, V, dS, ldc, K, nv);
         cp_wait_all_but_last(); /* P, K, dO of c */
-        pass_mm<P, true>(full, dVp, ldc, tile_op(tp, w.P, C), dOs, L, nv, L, false);
-        pass_mm<P, false>(full, tV, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), dS, L, nv, K, false);
+        pass_mm<P, true, FC, FC>(full, dVp, ldc, tile_op(tp, w.P, C), dOs, L, nv, L, false);
+        pass_mm<P, false, FC, FK>(full, tV, ldc, tile_op(tk, h.k + t0 * h.qs, h.qs), dS, L, nv, K,
+                                  false);
         __syncthreads();
         const float gl = Gs[L - 1], gC = expf(gl);
         ew(
@@ -374,8 +397,9 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
             issue1(c - 1);
         cp_commit();
         cp_wait_all_but_last(); /* Q, W of c */
-        pass_mm<P, true>(full, dSn, ldc, tile_op(tq, h.q + t0 * h.qs, h.qs), tV, K, nv, L, false);
-        pass_mm<P, true>(full, WtdV, ldc, tile_op(tw, w.W, K), dVp, K, nv, L, false);
+        pass_mm<P, true, FK, FC>(full, dSn, ldc, tile_op(tq, h.q + t0 * h.qs, h.qs), tV, K, nv, L,
+                                 false);
+        pass_mm<P, true, FK, FC>(full, WtdV, ldc, tile_op(tw, w.W, K), dVp, K, nv, L, false);
         __syncthreads();
         if (c > 0)
             issue2(c - 1);
