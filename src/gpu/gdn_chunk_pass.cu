@@ -33,11 +33,12 @@
  */
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/cp_async.cuh"
 #include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_chunk_kernels.h"
-#include "gpu/pass_mm_ieee.cuh"
+#include "gpu/pass_mm_fixed.cuh"
 
 namespace ra_gpu
 {
@@ -170,20 +171,28 @@ __device__ __forceinline__ opnd tile_op(const tile &t, const float *g, int64_t l
    arrays b (row stride ldc): mm_cols16 when every index is in range
    (full, m and kc multiples of 16), else blk_mm_direct on the block's nv
    columns (the same bits on those columns).  FM and FK, when not zero,
-   are m and kc of a full chunk, where IEEE takes mm_cols16_ieee_fixed
-   (A staged, or in place, transposed and 8-byte aligned). */
+   are m and kc of a full chunk, where IEEE, tf32 and 3xtf32 take
+   pass_mm_fixed.cuh's products (A staged, or in place, transposed and
+   8-byte aligned). */
 template <int P, bool TA, int FM = 0, int FK = 0>
 __device__ __forceinline__ void pass_mm(bool full, float *c, int ldc, opnd a, const float *b, int m,
                                         int nv, int kc, bool acc)
 {
-    if constexpr (P == RA_GPU_PREC_IEEE && FM > 0) {
+    if constexpr (P != RA_GPU_PREC_BF16 && FM > 0) {
+        const auto fixed = [&](auto ag) {
+            constexpr bool AG = decltype(ag)::value;
+            if constexpr (P == RA_GPU_PREC_IEEE)
+                mm_cols16_ieee_fixed<FM, FK, TA, AG, PASS_LDC>(c, a.p, (int)a.ld, b, acc);
+            else
+                mm_cols16_tf32_fixed<P, FM, FK, TA, AG, PASS_LDC>(c, a.p, (int)a.ld, b, acc);
+        };
         if (full && a.staged) {
-            mm_cols16_ieee_fixed<FM, FK, TA, false, PASS_LDC>(c, a.p, (int)a.ld, b, acc);
+            fixed(std::false_type());
             return;
         }
         if constexpr (TA)
             if (full && a.ld % 2 == 0 && (reinterpret_cast<uintptr_t>(a.p) & 7) == 0) {
-                mm_cols16_ieee_fixed<FM, FK, true, true, PASS_LDC>(c, a.p, (int)a.ld, b, acc);
+                fixed(std::true_type());
                 return;
             }
     }

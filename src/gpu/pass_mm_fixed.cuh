@@ -1,6 +1,6 @@
-/* The sequential passes' IEEE products at fixed sizes: register tiles over shared memory. */
-#ifndef RA_GPU_PASS_MM_IEEE_CUH
-#define RA_GPU_PASS_MM_IEEE_CUH
+/* The sequential passes' products at the production head's sizes, for IEEE, tf32 and 3xtf32. */
+#ifndef RA_GPU_PASS_MM_FIXED_CUH
+#define RA_GPU_PASS_MM_FIXED_CUH
 
 /*
  * mm_cols16_ieee (blk_mm.cuh) for a full chunk of the production head's
@@ -20,9 +20,17 @@
  * blocks per SM, transposed) is loaded PB k-steps ahead of its fmafs:
  * mm_cols16_ieee loaded four ahead, and its first fmaf after each load
  * held 48% of that pass's stall samples (long scoreboard).
+ *
+ * mm_cols16_tf32_fixed is the same for tf32 and 3xtf32: each warp's 16 x
+ * 8 tiles are mm_cols16's (cols16_tiles, mma_tile), the same fragments in
+ * the same k-steps from C or zero, so the same bits; at M = 128 a warp
+ * takes a row block's two column halves, forming (and in 3xtf32
+ * splitting) each A fragment once for both.
  */
 
 #include <cstdint>
+
+#include "gpu/blk_mm.cuh"
 
 namespace ra_gpu
 {
@@ -125,6 +133,82 @@ __device__ __forceinline__ void mm_cols16_ieee_fixed(float *c, const float *a, i
 #pragma unroll
         for (int j = 0; j < CW; j++)
             c[(r0 + i) * LDB + c0 + j] = d[i][j];
+}
+
+/* Shared-space 32-bit load at byte address a. */
+__device__ __forceinline__ float lds_f1(unsigned a)
+{
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(a));
+    return v;
+}
+
+/* mm_cols16_ieee_fixed's product in tf32 or 3xtf32 (P): 256 threads, a
+   warp on NB = M / 64 of the 16 x 8 tiles, both in one row block. */
+template <int P, int M, int KC, bool TA, bool AG, int LDB>
+__device__ __forceinline__ void mm_cols16_tf32_fixed(float *c, const float *a, int lda,
+                                                     const float *b, bool acc)
+{
+    static_assert(P == RA_GPU_PREC_TF32 || P == RA_GPU_PREC_TF32X3, "tf32 precisions");
+    constexpr int NB = M / 64, KS = KC / 8, PB = 4;
+    static_assert(M % 64 == 0 && NB <= 2 && KS % PB == 0, "eight warps over M x 16");
+    static_assert(!AG || TA, "a global A is read transposed");
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    /* the warp's row block and first column half */
+    const int rb = NB == 2 ? warp : warp >> 1, h0 = NB == 2 ? 0 : warp & 1;
+    const int r0 = 16 * rb + g;
+    float d[NB][4];
+#pragma unroll
+    for (int u = 0; u < NB; u++) {
+        const float *c0 = c + r0 * LDB + 8 * (h0 + u) + 2 * t, *c1 = c0 + 8 * LDB;
+        d[u][0] = acc ? c0[0] : 0.f, d[u][1] = acc ? c0[1] : 0.f;
+        d[u][2] = acc ? c1[0] : 0.f, d[u][3] = acc ? c1[1] : 0.f;
+    }
+    /* A(r0 + 8h, p): TA at a[p * lda + r0 + 8h], else a[(r0 + 8h) * lda + p] */
+    const auto load_a = [&](float(&x)[4], int k0) {
+        const int p0 = k0 + t, p1 = p0 + 4;
+        if constexpr (AG) {
+            const float *ar = a + r0;
+            x[0] = __ldg(ar + (int64_t)p0 * lda), x[1] = __ldg(ar + (int64_t)p0 * lda + 8);
+            x[2] = __ldg(ar + (int64_t)p1 * lda), x[3] = __ldg(ar + (int64_t)p1 * lda + 8);
+        } else if constexpr (TA) {
+            const unsigned as = (unsigned)__cvta_generic_to_shared(a + r0);
+            x[0] = lds_f1(as + (unsigned)(p0 * lda * 4)),
+            x[1] = lds_f1(as + (unsigned)((p0 * lda + 8) * 4));
+            x[2] = lds_f1(as + (unsigned)(p1 * lda * 4)),
+            x[3] = lds_f1(as + (unsigned)((p1 * lda + 8) * 4));
+        } else {
+            const unsigned as = (unsigned)__cvta_generic_to_shared(a + r0 * lda);
+            x[0] = lds_f1(as + (unsigned)(p0 * 4)),
+            x[1] = lds_f1(as + (unsigned)((8 * lda + p0) * 4));
+            x[2] = lds_f1(as + (unsigned)(p1 * 4)),
+            x[3] = lds_f1(as + (unsigned)((8 * lda + p1) * 4));
+        }
+    };
+    const unsigned bs = (unsigned)__cvta_generic_to_shared(b + 8 * h0 + g);
+#pragma unroll
+    for (int q0 = 0; q0 < KS; q0 += PB) {
+        float x[PB][4];
+#pragma unroll
+        for (int q = 0; q < PB; q++)
+            load_a(x[q], 8 * (q0 + q));
+#pragma unroll
+        for (int q = 0; q < PB; q++) {
+            const int p0 = 8 * (q0 + q) + t;
+            const tf32_frag<P, 4> fa(x[q]);
+#pragma unroll
+            for (int u = 0; u < NB; u++) {
+                const float y[2] = {lds_f1(bs + (unsigned)((p0 * LDB + 8 * u) * 4)),
+                                    lds_f1(bs + (unsigned)(((p0 + 4) * LDB + 8 * u) * 4))};
+                mma_kstep_f32<P>(d[u], fa, tf32_frag<P, 2>(y));
+            }
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < NB; u++) {
+        float *c0 = c + r0 * LDB + 8 * (h0 + u) + 2 * t, *c1 = c0 + 8 * LDB;
+        c0[0] = d[u][0], c0[1] = d[u][1], c1[0] = d[u][2], c1[1] = d[u][3];
+    }
 }
 
 } // namespace ra_gpu
