@@ -22,8 +22,9 @@
  * So no step of a chunk waits on a global load but the products that read
  * unstaged tiles.  The products run on the staged copies: mm_cols16 for
  * full chunks (no bounds tests: the kernels were mostly index arithmetic
- * before), else blk_mm_direct; the same operand values in the same
- * k-steps either way, so the same bits.  A tile that does not fit the
+ * before), pass_mm_fixed.cuh's forms instead at C = 64, K = V = 128 for
+ * IEEE, tf32 and 3xtf32, else blk_mm_direct; the same operand values in
+ * the same k-steps every way, so the same bits.  A tile that does not fit the
  * block's shared-memory budget (K = 256 with chunks of 128; Q and W of
  * dstates at K = 128 when the grid is sized for two blocks per SM,
  * pass_setup) is read from global memory as before; the host decides per
