@@ -59,6 +59,7 @@ constexpr int PASS_THREADS = 256, PASS_COLS = 16;
 
 /* Row stride of the column arrays: a fragment's lanes hit distinct banks. */
 constexpr int PASS_LDC = PASS_COLS + 8;
+static_assert(PASS_THREADS == 256, "pass_mm_fixed.cuh's products give a block 256 output slots");
 
 /* Waits until at most one group (the most recent) is in flight, then
    synchronises the block so that every thread's copies are visible. */
