@@ -57,6 +57,11 @@ constexpr int PASS_BLOCKS_PER_SM = 2;
    dstates 3.04 to 1.92 ms. */
 constexpr int PASS_THREADS = 256, PASS_COLS = 16;
 
+/* A full chunk's C and K in instance FIX when fixed at compile time, else 0
+   (pass_mm's FM, FK). */
+template <int FIX> constexpr int full_C = FIX == FIX_C64_KV128 ? 64 : 0;
+template <int FIX> constexpr int full_K = FIX == FIX_C64_KV128 ? 128 : 0;
+
 /* Row stride of the column arrays: a fragment's lanes hit distinct banks. */
 constexpr int PASS_LDC = PASS_COLS + 8;
 static_assert(PASS_THREADS == 256, "pass_mm_fixed.cuh's products give a block 256 output slots");
@@ -117,10 +122,10 @@ struct pass_layout {
    nc columns: states S, S', V', U (K, K, C, C rows); dstates dS, dSn,
    W^T dV' (K rows each) and dV', tV, dO (C rows each).  Vectors of C:
    states G; dstates G, gamma. */
-static pass_layout make_pass_layout(bool bwd, int C, int K, int nc, int64_t budget_floats)
+static pass_layout make_pass_layout(bool bwd, int C, int K, int64_t budget_floats)
 {
     pass_layout p;
-    p.nc = nc, p.ldc = PASS_LDC;
+    p.nc = PASS_COLS, p.ldc = PASS_LDC;
     p.fixed = bwd ? (int64_t)(3 * K + 3 * C) * p.ldc + 2 * C : (int64_t)(2 * K + 2 * C) * p.ldc + C;
     p.floats = p.fixed;
     p.ntile = bwd ? 4 : 2;
@@ -250,8 +255,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     pass_cols(g, (int)a.s.V, pl.nc, hl, j0, nv);
     const head h = make_head<FIX>(a, g.h0 + hl);
     const int K = h.K, V = h.V, C = fixed_C<FIX>(g), ldc = pl.ldc;
-    /* C and K of a full chunk when fixed at compile time, else 0 */
-    constexpr int FC = FIX == FIX_C64_KV128 ? 64 : 0, FK = FIX == FIX_C64_KV128 ? 128 : 0;
+    constexpr int FC = full_C<FIX>, FK = full_K<FIX>;
     float *S = smem, *Sst = S + K * ldc, *Vp = Sst + K * ldc, *Us = Vp + C * ldc,
           *Gs = Us + C * ldc;
     const tile tw = pass_tile(smem, pl, 0), tk = pass_tile(smem, pl, 1);
@@ -343,8 +347,7 @@ __global__ void __launch_bounds__(PASS_THREADS, PASS_BLOCKS_PER_SM)
     pass_cols(g, (int)a.s.V, pl.nc, hl, j0, nv);
     const head h = make_head<FIX>(a, g.h0 + hl);
     const int K = h.K, V = h.V, C = fixed_C<FIX>(g), ldc = pl.ldc;
-    /* C and K of a full chunk when fixed at compile time, else 0 */
-    constexpr int FC = FIX == FIX_C64_KV128 ? 64 : 0, FK = FIX == FIX_C64_KV128 ? 128 : 0;
+    constexpr int FC = full_C<FIX>, FK = full_K<FIX>;
     const float s = h.scale;
     float *dS = smem, *dSn = dS + K * ldc, *WtdV = dSn + K * ldc, *dVp = WtdV + K * ldc,
           *tV = dVp + C * ldc, *dOs = tV + C * ldc, *Gs = dOs + C * ldc, *gams = Gs + C;
@@ -450,7 +453,7 @@ static cudaError_t pass_setup(bool bwd, const ra_gpu_gdn_args *a, const group *g
         const int64_t share = per_sm / PASS_BLOCKS_PER_SM - reserved;
         budget = share < budget ? share : budget;
     }
-    pl = make_pass_layout(bwd, g->C, (int)a->s.K, nc, budget / (int64_t)sizeof(float));
+    pl = make_pass_layout(bwd, g->C, (int)a->s.K, budget / (int64_t)sizeof(float));
     if (pl.floats * (int64_t)sizeof(float) > optin)
         return cudaErrorInvalidConfiguration; /* K beyond even the column arrays */
     return cudaSuccess;
@@ -495,8 +498,7 @@ using ra_gpu::group;
 
 int64_t ra_gpu_gdn_chunk_pass_bytes(int bwd, int C, int K)
 {
-    return ra_gpu::make_pass_layout(bwd != 0, C, K, ra_gpu::PASS_COLS, 0).floats *
-           (int64_t)sizeof(float);
+    return ra_gpu::make_pass_layout(bwd != 0, C, K, 0).floats * (int64_t)sizeof(float);
 }
 
 cudaError_t ra_gpu_gdn_chunk_states(int prec, const ra_gpu_gdn_args *a, const group *g)
