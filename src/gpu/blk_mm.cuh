@@ -54,13 +54,14 @@
  * load, exact).  Panels start at multiples of 64, so every k-step of 8 or
  * 16 sees the same operands in the same order as the direct form, and the
  * IEEE chain runs in the same increasing p: the results are bit for bit
- * the same.  In bf16 the panels hold the operands already rounded (bf16
- * pairs, half the shared memory).  On the tensor cores each warp computes
- * 16 x 32 of the block in bf16, reusing its A fragment over four mmas
- * (same k-steps, same operands: the same bits; H200, B=1, T=8192, Hv=32,
- * K=V=128: chunk64.bf16 fwd+bwd 28.3 to 24.0 ms together with the dstates
- * change of gdn_chunk_pass.cu), 16 x 16 over two in tf32 and 3xtf32; in
- * IEEE each thread runs the 16 chains of a 4 x 4 micro-tile
+ * the same.  In bf16 and tf32 the panels hold the operands already rounded
+ * (bf16 pairs, half the shared memory; tf32 words), each element rounded
+ * once (panel_fmt says why 3xtf32's hold floats).  On the tensor cores each
+ * warp computes 16 x 32 of the block in bf16, reusing its A fragment over
+ * four mmas (same k-steps, same operands: the same bits; H200, B=1, T=8192,
+ * Hv=32, K=V=128: chunk64.bf16 fwd+bwd 28.3 to 24.0 ms together with the
+ * dstates change of gdn_chunk_pass.cu), 16 x 16 over two in tf32 and
+ * 3xtf32; in IEEE each thread runs the 16 chains of a 4 x 4 micro-tile
  * (mm_block_panel_ieee).  Panels are staged whole (zeros past the
  * operand), so their index arithmetic is shifts, and A's panel once for
  * all column blocks (contraction panels outside the column blocks).  The
@@ -131,6 +132,15 @@ __device__ __forceinline__ void frag_store(const float (&d)[4], float *c, int64_
    a fragment may feed several k-steps of the same operands. */
 template <int P, int N> struct tf32_frag {
     uint32_t big[N], small[N]; /* small: 3xtf32 only */
+
+    /* tf32 words already rounded (a staged tf32 panel, panel_fmt) */
+    __device__ __forceinline__ explicit tf32_frag(const uint32_t (&w)[N])
+    {
+        static_assert(P == RA_GPU_PREC_TF32, "3xtf32 fragments are split from floats");
+#pragma unroll
+        for (int r = 0; r < N; r++)
+            big[r] = w[r];
+    }
 
     __device__ __forceinline__ explicit tf32_frag(const float (&x)[N])
     {
@@ -316,32 +326,48 @@ __device__ void mm_cols16(float *c, int ldc, const float *a, int lda, const floa
     });
 }
 
-constexpr int MM_T = 64; /* staged output block side and contraction panel */
+constexpr int MM_T = 64; /* staged output block side */
 
-/* The shared-memory row of a staged panel: 65 floats for the IEEE chains
-   (a warp's 32 rows in distinct banks), 68 for the fragment loads (lanes
-   (g, t) at banks 4g + t). */
-template <int P> struct mm_ld {
-    static constexpr int v = P == RA_GPU_PREC_IEEE ? MM_T + 1 : MM_T + 4;
+/* How a staged panel holds its operand (MM_T rows of MM_T contraction
+   indices, LD words a row):
+     IEEE    floats, rows of 65 (a warp's 32 rows in distinct banks for the
+             chains);
+     tf32    the tf32 words cvt.rna makes, rows of 68 (lanes (g, t) of a
+             fragment load at banks 4g + t): each element is rounded once,
+             when staged, rather than once for each warp whose fragments
+             read it (four in the 64 x 64 block), and the cvt is four
+             instructions on sm_90 (FSETP, VIADD, SEL, LOP3); H200, B=1,
+             T=8192, Hv=32, K=V=128: gradients kernel 6.87 to 6.40 ms;
+     3xtf32  floats, rows of 68, split as the fragments read them: split
+             words take two planes, which fit the block's shared memory
+             only at half the contraction depth, and there the doubled
+             panel count (syncs, C tiles kept in memory between panels)
+             cost more than the splits saved (H200, B=1, T=8192, Hv=32,
+             K=V=128: gradients kernel 7.84 to 8.73 ms);
+     bf16    bf16 pairs (X(., p), X(., p + 1) rounded to nearest even, the
+             lower index in the low half), rows of 36 words.
+   The mma sees the same words either way, so the bits are the same. */
+template <int P> struct panel_fmt {
+    static constexpr bool PAIR = P == RA_GPU_PREC_BF16, ROUNDED = P == RA_GPU_PREC_TF32;
+    static constexpr int W = PAIR ? 2 : 1;
+    static constexpr int LD = P == RA_GPU_PREC_IEEE ? MM_T + 1 : MM_T / W + 4;
+    static constexpr int WORDS = MM_T * LD;
 };
 
-/* Stages the 64 x 64 panel X(r0 + r, k0 + p), r, p < 64, zero outside
-   rows x cols (X(i, k) = base[i * rs + k * cs]): as floats at
-   dst[r * LD + p], or, when PAIR, as bf16 pairs at word dst[r * LD + p / 2]
-   (X(., p) and X(., p + 1) rounded to nearest even, the lower index in
-   the low half: the values the fragments would round, rounded once).
+/* Stages the panel X(r0 + r, k0 + p), r, p < MM_T, zero outside
+   rows x cols (X(i, k) = base[i * rs + k * cs]) in P's format at dst.
    The loop runs along X's unit stride and keeps MM_LOADS loads in flight
    per thread: the loads are what the products wait for.  The panel is
    always whole, so its index arithmetic is shifts (the products read the
    part they need; the rest is zeros). */
 constexpr int MM_LOADS = 8;
-constexpr int MM_LDW = MM_T / 2 + 4; /* words of a bf16 panel row; lanes (g, t) at banks 4g + t */
 
-template <int LD, bool PAIR>
-__device__ void mm_stage(void *dst, const float *base, int64_t rs, int64_t cs, int r0, int k0,
+template <int P>
+__device__ void mm_stage(uint32_t *dst, const float *base, int64_t rs, int64_t cs, int r0, int k0,
                          int rows, int cols)
 {
-    constexpr int W = PAIR ? 2 : 1, NW = MM_T / W, TOTAL = MM_T * NW, U = MM_LOADS / W;
+    using F = panel_fmt<P>;
+    constexpr int W = F::W, LD = F::LD, NW = MM_T / W, TOTAL = MM_T * NW, U = MM_LOADS / W;
     const bool along_rows = rs == 1 && cs != 1;
     const int step = blockDim.x;
     /* Element e is (r, w) = (e % MM_T, e / MM_T) along the rows, else
@@ -372,10 +398,13 @@ __device__ void mm_stage(void *dst, const float *base, int64_t rs, int64_t cs, i
 #pragma unroll
         for (int u = 0; u < U; u++) {
             if (e0 + u * step < TOTAL) {
-                if (PAIR)
-                    static_cast<uint32_t *>(dst)[r * LD + w] = bf16x2_rn(v[u][0], v[u][W - 1]);
+                uint32_t *o = dst + r * LD + w;
+                if constexpr (F::PAIR)
+                    *o = bf16x2_rn(v[u][0], v[u][W - 1]);
+                else if constexpr (F::ROUNDED)
+                    *o = tf32_rna(v[u][0]);
                 else
-                    static_cast<float *>(dst)[r * LD + w] = v[u][0];
+                    *o = __float_as_uint(v[u][0]);
             }
             next(r, w);
         }
@@ -384,18 +413,20 @@ __device__ void mm_stage(void *dst, const float *base, int64_t rs, int64_t cs, i
 
 /* A staged output block for the tensor-core precisions: each warp
    computes 16 rows x 8 NB columns, one A fragment per k-step serving NB
-   n-subtiles (bf16: panels staged as pairs by mm_stage, E = uint32_t, NB
-   4; tf32 and 3xtf32: floats, the fragment's tf32 words formed once for
-   the NB, and NB 2, since at 4 the prep and gradients kernels spilled
-   516 and 600 bytes at their register caps, ptxas -v).  Every output
-   element sees the same k-steps on the same operands as in
+   n-subtiles (bf16: NB 4; tf32 and 3xtf32: NB 2, since at 4 the prep and
+   gradients kernels spilled 516 and 600 bytes at their register caps,
+   ptxas -v).  The fragments take the panels' words as staged (panel_fmt):
+   bf16 pairs and tf32 words as they are, 3xtf32 floats split here.
+   Every output element sees the same k-steps on the same operands as in
    blk_mm_direct, so the bits are the same. */
-template <int P, typename E>
+template <int P>
 __device__ inline void mm_block_panel_mma(float *c, int64_t ldc, int i0, int j0, int mt, int nt,
-                                          int kt, bool from_c, const E *As, const E *Bs)
+                                          int kt, bool from_c, const uint32_t *As,
+                                          const uint32_t *Bs)
 {
+    using F = panel_fmt<P>;
     constexpr bool BF = P == RA_GPU_PREC_BF16;
-    constexpr int NB = BF ? 4 : 2, LD = BF ? MM_LDW : mm_ld<P>::v, KS = BF ? 16 : 8;
+    constexpr int NB = BF ? 4 : 2, LD = F::LD;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int tn = (nt + 8 * NB - 1) / (8 * NB), tiles = (mt + 15) / 16 * tn;
     float *cb = c + (int64_t)i0 * ldc + j0;
@@ -406,9 +437,9 @@ __device__ inline void mm_block_panel_mma(float *c, int64_t ldc, int i0, int j0,
 #pragma unroll
         for (int u = 0; u < NB; u++)
             frag_load(d[u], cb, ldc, r0, tj + 8 * u + 2 * t, mt, nt, from_c);
-        const E *a0 = As + r0 * LD, *a1 = As + r1 * LD;
-        for (int k0 = 0; k0 < kt; k0 += KS) {
-            if constexpr (BF) {
+        const uint32_t *a0 = As + r0 * LD, *a1 = As + r1 * LD;
+        if constexpr (BF) {
+            for (int k0 = 0; k0 < kt; k0 += 16) {
                 const int wa = k0 / 2 + t, wb = wa + 4;
                 const uint32_t fa[4] = {a0[wa], a1[wa], a0[wb], a1[wb]};
 #pragma unroll
@@ -418,13 +449,32 @@ __device__ inline void mm_block_panel_mma(float *c, int64_t ldc, int i0, int j0,
                         const uint32_t fb[2] = {bc[wa], bc[wb]};
                         mma_bf16(d[u], fa, fb);
                     }
-            } else {
-                const float x[4] = {a0[k0 + t], a1[k0 + t], a0[k0 + t + 4], a1[k0 + t + 4]};
+            }
+        } else if constexpr (F::ROUNDED) {
+            /* not unrolled: unrolled, the early loads of the staged words
+               spilled (ptxas -v: gradients kernel 204 bytes) */
+#pragma unroll 1
+            for (int k0 = 0; k0 < kt; k0 += 8) {
+                const int ka = k0 + t, kb = ka + 4;
+                const tf32_frag<P, 4> fa({a0[ka], a1[ka], a0[kb], a1[kb]});
+#pragma unroll
+                for (int u = 0; u < NB; u++)
+                    if (tj + 8 * u < nt) {
+                        const uint32_t *bc = Bs + (tj + 8 * u + g) * LD;
+                        mma_kstep_f32<P>(d[u], fa, tf32_frag<P, 2>({bc[ka], bc[kb]}));
+                    }
+            }
+        } else {
+            const float *f0 = reinterpret_cast<const float *>(a0),
+                        *f1 = reinterpret_cast<const float *>(a1);
+            for (int k0 = 0; k0 < kt; k0 += 8) {
+                const float x[4] = {f0[k0 + t], f1[k0 + t], f0[k0 + t + 4], f1[k0 + t + 4]};
                 const tf32_frag<P, 4> fa(x);
 #pragma unroll
                 for (int u = 0; u < NB; u++)
                     if (tj + 8 * u < nt) {
-                        const float *bc = Bs + (tj + 8 * u + g) * LD;
+                        const float *bc =
+                            reinterpret_cast<const float *>(Bs) + (tj + 8 * u + g) * LD;
                         const float y[2] = {bc[k0 + t], bc[k0 + t + 4]};
                         mma_kstep_f32<P>(d[u], fa, tf32_frag<P, 2>(y));
                     }
@@ -447,7 +497,7 @@ __device__ inline void mm_block_panel_mma(float *c, int64_t ldc, int i0, int j0,
 __device__ inline void mm_block_panel_ieee(float *c, int64_t ldc, int i0, int j0, int mt, int nt,
                                            int kt, bool from_c, const float *As, const float *Bs)
 {
-    constexpr int LD = MM_T + 1, R = 4, S = MM_T / R;
+    constexpr int LD = panel_fmt<RA_GPU_PREC_IEEE>::LD, R = 4, S = MM_T / R;
     float *cb = c + (int64_t)i0 * ldc + j0;
     for (int slot = threadIdx.x; slot < S * S; slot += blockDim.x) {
         const int x = slot % S, y = slot / S;
@@ -486,10 +536,15 @@ __device__ inline void mm_block_panel_ieee(float *c, int64_t ldc, int i0, int j0
 }
 
 /* The staged form's two panels (A, then B^T), one buffer per block and
-   precision; callers between products may borrow it (inverse.cuh). */
+   precision; callers between products may borrow it (inverse.cuh).  bf16's
+   keeps the size of two 64 x 68 float panels, which its borrowers count on. */
+template <int P>
+constexpr int MM_SMEM_FLOATS = 2 *
+                               (P == RA_GPU_PREC_BF16 ? MM_T * (MM_T + 4) : panel_fmt<P>::WORDS);
+
 template <int P> __device__ __forceinline__ float *mm_smem()
 {
-    __shared__ float buf[2 * MM_T * mm_ld<P>::v];
+    __shared__ float buf[MM_SMEM_FLOATS<P>];
     return buf;
 }
 
@@ -505,11 +560,7 @@ __device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc,
         blk_mm_direct<P>(c, ldc, cbs, m, n, kc, a, b, acc, batch);
         return;
     }
-    /* bf16 panels hold pairs (mm_stage), the others floats */
-    constexpr bool PAIR = P == RA_GPU_PREC_BF16;
-    constexpr int LD = PAIR ? MM_LDW : mm_ld<P>::v;
-    using E = std::conditional_t<PAIR, uint32_t, float>;
-    E *As = reinterpret_cast<E *>(mm_smem<P>()), *Bs = As + MM_T * LD;
+    uint32_t *As = reinterpret_cast<uint32_t *>(mm_smem<P>()), *Bs = As + panel_fmt<P>::WORDS;
     /* Contraction panels outermost after the row block: A's panel is
        staged once for all the column blocks; each output element still
        sees the panels in increasing k0, its partial sum kept in C. */
@@ -521,12 +572,14 @@ __device__ void blk_mm(float *c, int64_t ldc, int64_t cbs, int m, int n, int kc,
                 const int nt = n - j0 < MM_T ? n - j0 : MM_T;
                 __syncthreads(); /* the previous panel is consumed */
                 if (j0 == 0)
-                    mm_stage<LD, PAIR>(As, a.p, a.rs, a.cs, i0, k0, m, kc);
+                    mm_stage<P>(As, a.p, a.rs, a.cs, i0, k0, m, kc);
                 /* B^T: rows j, columns p */
-                mm_stage<LD, PAIR>(Bs, b.p, b.cs, b.rs, j0, k0, n, kc);
+                mm_stage<P>(Bs, b.p, b.cs, b.rs, j0, k0, n, kc);
                 __syncthreads();
                 if constexpr (P == RA_GPU_PREC_IEEE)
-                    mm_block_panel_ieee(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, As, Bs);
+                    mm_block_panel_ieee(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0,
+                                        reinterpret_cast<const float *>(As),
+                                        reinterpret_cast<const float *>(Bs));
                 else
                     mm_block_panel_mma<P>(c, ldc, i0, j0, mt, nt, kt, acc || k0 > 0, As, Bs);
             }

@@ -252,10 +252,10 @@ template <int P> __device__ void inverse(float *t, const float *a, int n, int in
         inv_schur<P>(t, a, n, scr);
         break;
     default:
-        static_assert(64 * (64 + 4) <= 2 * MM_T * mm_ld<P>::v, "A in pairs_at's layout fits");
+        static_assert(64 * (64 + 4) <= MM_SMEM_FLOATS<P>, "A in pairs_at's layout fits");
         if (n == 64 && blockDim.x >= 2 * 64)
             inv_fwdsubst_pairs_smem<64>(t, a, mm_smem<P>());
-        else if (2 * n * (n + 1) <= 2 * MM_T * mm_ld<P>::v)
+        else if (2 * n * (n + 1) <= MM_SMEM_FLOATS<P>)
             inv_fwdsubst_smem(t, a, n, mm_smem<P>());
         else
             inv_fwdsubst(t, a, n);
