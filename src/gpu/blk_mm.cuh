@@ -74,7 +74,6 @@
  */
 
 #include <cstdint>
-#include <type_traits>
 
 #include "gpu/gdn_cuda_cxx.h"
 #include "gpu/mma.cuh"
