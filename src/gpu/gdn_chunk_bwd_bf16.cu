@@ -50,10 +50,12 @@ namespace ra_gpu
 constexpr int GR_THREADS = 512, GR_WARPS = GR_THREADS / 32, CG = GR_WARPS / 4;
 constexpr int NC = PC / CG / 8, NK = PK / CG / 8;
 static_assert(GR_THREADS >= 2 * PC + DOT_LANES, "two row dots beside the <dS, S'> lanes");
-/* fp32 row buffers for the row dots: a thread per row walks its row, rows
-   two banks apart (2-way conflicts), even so that the products store
-   float2 */
-constexpr int FLD = PK + 2;
+/* fp32 row buffers for the row dots: a thread per row walks its row in
+   float4 reads, rows four banks apart, so that eight lanes' reads hit
+   distinct banks and the products' float2 stores conflict 2-way (at
+   PK + 2: 2-way reads, 4-way stores; ncu found 53% of the kernel's shared
+   store wavefronts were conflicts) */
+constexpr int FLD = PK + 4;
 /* Tile sizes in words: 64 rows along 128, 128 along 128, 128 along 64,
    64 along 64, a 64-row fp32 buffer. */
 constexpr int T_R = PC * LDK, T_S = PK * LDK, T_T = PK * LDC, T_C = PC * LDC, T_F = PC * FLD;
@@ -85,6 +87,8 @@ constexpr int C_DTM = 0, C_TR = C_DTM + T_C, C_ZT = C_TR + T_C, C_DAR = C_ZT + T
               C_DAT = C_DAR + T_C, C_KBT = C_DAT + T_C, C_END = C_KBT + T_T;
 constexpr int GR_WORDS = O_X + A_END;
 static_assert(B_END <= A_END && C_END <= A_END, "phases B and C fit phase A's region");
+static_assert(O_F % 4 == 0 && O_F2 % 4 == 0 && FLD % 4 == 0, "16-byte rows for the row dots");
+static_assert(O_X % 2 == 0, "8-byte aligned pair tiles (put_row_pairs)");
 static_assert(C_TR + T_C <= A_DO, "T goes over S'^T, which phase B reads first");
 static_assert(C_KBT >= B_DVP && C_END <= B_TT, "Kb^T goes over dV' and Y, below T^T");
 

@@ -73,8 +73,9 @@ __device__ __forceinline__ float row_dot(const float *x, const float *y, int n)
     return acc;
 }
 
-/* row_dot(x, y, N) for x in global memory (16-byte aligned): the same
-   chain, its x loads issued as float4, 16 at a time before their fmafs,
+/* row_dot(x, y, N) for x in global memory and y in shared memory (both
+   16-byte aligned): the same chain, its x loads issued as float4, 16 at
+   a time before their fmafs, y read as float4,
    so that a row costs N / 64 memory latencies rather than one per eight
    elements (the bf16 gradients kernel runs its row dots while the rest of
    its one block per SM waits). */
@@ -91,11 +92,11 @@ template <int N> __device__ __forceinline__ float row_dot_ld4(const float *x, co
             a[u] = *reinterpret_cast<const float4 *>(x + j0 + 4 * u);
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const float *yu = y + j0 + 4 * u;
-            acc = fmaf(a[u].x, yu[0], acc);
-            acc = fmaf(a[u].y, yu[1], acc);
-            acc = fmaf(a[u].z, yu[2], acc);
-            acc = fmaf(a[u].w, yu[3], acc);
+            const float4 b = *reinterpret_cast<const float4 *>(y + j0 + 4 * u);
+            acc = fmaf(a[u].x, b.x, acc);
+            acc = fmaf(a[u].y, b.y, acc);
+            acc = fmaf(a[u].z, b.z, acc);
+            acc = fmaf(a[u].w, b.w, acc);
         }
     }
     return acc;

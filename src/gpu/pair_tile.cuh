@@ -70,8 +70,10 @@ __device__ __forceinline__ void load_rows4(const float *x, int ld, int nr, int n
     }
 }
 
-/* Columns c..c+3 of row r of a pair tile along the row (LD words a row):
-   f(r, v) where r < nr, zero elsewhere and from column nc on. */
+/* Columns c..c+3 of row r of a pair tile along the row (LD words a row,
+   c a multiple of 4, dst 8-byte aligned): f(r, v) where r < nr, zero
+   elsewhere and from column nc on.  One 8-byte store: two 4-byte ones
+   two words apart across a warp's lanes were 2-way bank conflicts each. */
 template <int LD, typename F>
 __device__ __forceinline__ void put_row_pairs(uint32_t *dst, int r, int c, float4 v, int nr, int nc,
                                               F f)
@@ -82,8 +84,9 @@ __device__ __forceinline__ void put_row_pairs(uint32_t *dst, int r, int c, float
         y.y = c + 1 < nc ? y.y : 0.f, y.z = c + 2 < nc ? y.z : 0.f;
         y.w = c + 3 < nc ? y.w : 0.f;
     }
-    dst[r * LD + c / 2] = bf16x2_rn(y.x, y.y);
-    dst[r * LD + c / 2 + 1] = bf16x2_rn(y.z, y.w);
+    static_assert(LD % 2 == 0, "8-byte aligned rows");
+    *reinterpret_cast<uint2 *>(dst + r * LD + c / 2) =
+        make_uint2(bf16x2_rn(y.x, y.y), bf16x2_rn(y.z, y.w));
 }
 
 /* Rows r < ROWS of x as pairs along the row into dst (pair_ld<COLS>()
