@@ -1,6 +1,7 @@
 #!/bin/sh
 # CLI: recaudit bench on CPU variants at a small shape: the table's columns
-# and rows, --fwd-only, --json, and bad usage exiting 2.
+# and rows, --fwd-only, --json, and bad usage exiting 2; --sm-clock's usage,
+# its refusal without a device, and with one its rows.
 . "${top_srcdir:-.}/tests/cli-lib.sh"
 
 shape=B=1,T=70,Hk=1,Hv=2,K=8,V=8
@@ -33,4 +34,25 @@ expect_status 2 bench --variant 'nope.*' --shape $shape
 expect_grep err "no variant matches 'nope.\*'" "no variant"
 expect_status 0 bench --help
 expect_grep out 'B\*T\*Hv\*(2C(3K+2V) + 6KV + C^2/3)' "help states the FLOP formula"
+
+# --sm-clock: no variant, a bounded length, and a device to probe
+expect_status 2 bench --sm-clock --variant gdn.cpu.f32
+expect_grep err 'sm-clock times no variant' "--sm-clock with --variant"
+expect_status 2 bench --sm-clock --clock-ms 0
+if "$RECAUDIT" --version | grep -q '[1-9] devices*'; then
+    expect_status 0 bench --sm-clock --clock-ms 50 --format csv
+    expect_grep out '^load,sm_mhz,min_mhz,max_mhz,blocks,ms,timer_ms,flop_per_sm_cycle$' "clock header"
+    for l in ffma mma.tf32 mma.bf16; do
+        expect_grep out "^$l,[0-9]*,[0-9]*,[0-9]*,[0-9]*,[0-9.e+-]*,[0-9.e+-]*,[0-9.e+-]*\$" "row $l"
+    done
+    # The blocks' %globaltimer spans agree with the launch's CUDA events
+    # (independent clocks), min <= median <= max, and FFMA stays within
+    # sm_90's 128 fp32 lanes per SM (256 flop a cycle).
+    awk -F, 'NR > 1 && !($3 <= $2 && $2 <= $4 && $7 > 0.8 * $6 && $7 <= 1.05 * $6) { bad = 1 }
+             $1 == "ffma" && !($8 > 0 && $8 <= 256) { bad = 1 } END { exit bad }' out ||
+        fail "bench --sm-clock: inconsistent row: $(cat out)"
+else
+    expect_status 2 bench --sm-clock --clock-ms 50
+    expect_grep err 'no CUDA device\|has no CUDA' "--sm-clock without a device"
+fi
 finish

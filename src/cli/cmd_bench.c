@@ -2,10 +2,11 @@
 
 /*
  * Parses the options, generates the case and prints ra_bench_table (see
- * src/audit/bench.h for what is timed and how).  The table goes to stdout
+ * src/audit/bench.h for what is timed and how), or with --sm-clock the SM
+ * clock probe's rows (src/gpu/clock_probe.h).  The table goes to stdout
  * in --format; --json FILE writes the same rows as JSON too.  Exit status:
  * 0 when every matching variant ran (or was skipped), 1 when one failed,
- * 2 for bad usage or a case that cannot be made.
+ * 2 for bad usage, a case that cannot be made or a probe without a device.
  */
 
 #include <config.h>
@@ -19,6 +20,9 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/io.h"
+#include "core/progress.h"
+#include "core/table.h"
+#include "gpu/clock_probe.h"
 
 static void print_help(FILE *f)
 {
@@ -27,6 +31,7 @@ static void print_help(FILE *f)
             "                      [--dtype f32|bf16|f16|f64] [--seed N] [--FLAG]...\n"
             "                      [--fwd-only] [--reps N] [--warmup N] [--plugin LIB.so]...\n"
             "                      [--threads N] [--format text|md|csv|json] [--json FILE]\n"
+            "       recaudit bench --sm-clock [--clock-ms N] [--format F] [--json FILE]\n"
             "\n"
             "Times every variant matching GLOB on one generated case: --warmup untimed\n"
             "runs, then --reps repetitions of the forward and the backward; prints the\n"
@@ -48,6 +53,15 @@ static void print_help(FILE *f)
             "GB/s: bytes of the inputs (and cotangents) read and of the outputs (and\n"
             "gradients) written, in their storage dtypes, over the median time.\n"
             "\n"
+            "--sm-clock times no variant: it measures the SM clock of CUDA device 0\n"
+            "under three loads, one block of 8 warps per SM with no memory traffic:\n"
+            "fp32 FFMA chains, mma.sync m16n8k8 tf32 and m16n8k16 bf16. Each block\n"
+            "reads clock64() and %%globaltimer at its start and end; sm_mhz is cycles\n"
+            "over nanoseconds (median, min and max over the blocks), after an untimed\n"
+            "run of the same length. A GPU may clock tensor-core work lower than FFMA\n"
+            "work, so kernels of different precisions can differ in time by more\n"
+            "than in cycles.\n"
+            "\n"
             "options:\n"
             "  --variant GLOB       variants to time (shell pattern, e.g. 'gdn.cuda.*')\n"
             "  --op OP              operation (default: that of the matching variants)\n"
@@ -65,6 +79,8 @@ static void print_help(FILE *f)
             "  --threads N          CPU threads for the CPU variants\n"
             "  --format F           table format: text (default), md, csv, json\n"
             "  --json FILE          also write the rows as JSON ('-': stdout)\n"
+            "  --sm-clock           measure the SM clock under FFMA and mma loads instead\n"
+            "  --clock-ms N         length of each --sm-clock load in ms (default 500)\n"
             "  -h, --help           this help\n"
             "\n"
             "example:\n"
@@ -72,7 +88,14 @@ static void print_help(FILE *f)
             "      --shape B=1,T=8192,Hk=16,Hv=32,K=128,V=128\n");
 }
 
-enum { OPT_REPS = RA_CLI_OWN, OPT_WARMUP };
+enum { OPT_REPS = RA_CLI_OWN, OPT_WARMUP, OPT_SM_CLOCK, OPT_CLOCK_MS };
+
+/* The command's own options. */
+typedef struct {
+    ra_bench_opts bench;
+    int sm_clock;
+    long clock_ms;
+} bench_cli;
 
 static const struct option bench_options[] = {
     RA_CLI_OPTION_VARIANT,
@@ -80,6 +103,8 @@ static const struct option bench_options[] = {
     RA_CLI_OPTION_FWD_ONLY,
     {"reps", required_argument, NULL, OPT_REPS},
     {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"sm-clock", no_argument, NULL, OPT_SM_CLOCK},
+    {"clock-ms", required_argument, NULL, OPT_CLOCK_MS},
     RA_CLI_OPTION_PLUGIN,
     RA_CLI_OPTION_THREADS,
     RA_CLI_OPTION_FORMAT,
@@ -90,16 +115,21 @@ static const struct option bench_options[] = {
 static int bench_option(void *ctx, const ra_cli_args *cli, int code, const char *value)
 {
     (void)cli;
-    ra_bench_opts *o = ctx;
+    bench_cli *o = ctx;
     long v;
     if (code == OPT_REPS) {
         if (ra_cli_parse_int(&v, "bench", "--reps", value, 1, 1000000))
             return 2;
-        o->reps = (int)v;
-    } else {
+        o->bench.reps = (int)v;
+    } else if (code == OPT_WARMUP) {
         if (ra_cli_parse_int(&v, "bench", "--warmup", value, 0, 1000000))
             return 2;
-        o->warmup = (int)v;
+        o->bench.warmup = (int)v;
+    } else if (code == OPT_SM_CLOCK) {
+        o->sm_clock = 1;
+    } else {
+        if (ra_cli_parse_int(&o->clock_ms, "bench", "--clock-ms", value, 1, 60000))
+            return 2;
     }
     return 0;
 }
@@ -172,15 +202,61 @@ static int bench(const ra_cli_args *a, const ra_case_spec *id, const ra_bench_op
     return rc;
 }
 
+/* --sm-clock: the probe's row per load (clock_probe.h). */
+static int sm_clock(const ra_cli_args *a, long ms)
+{
+    static const char *const hdr[] = {"load", "sm_mhz", "min_mhz", "max_mhz", "blocks",
+                                      "ms", "timer_ms", "flop_per_sm_cycle"};
+    ra_table *t = NULL;
+    ra_status st = ra_table_new(&t, 8, hdr);
+    ra_progress *pr = st == RA_OK ? ra_progress_start("bench", RA_GPU_LOADS, "loads") : NULL;
+    for (int l = 0; l < RA_GPU_LOADS && st == RA_OK; l++) {
+        ra_gpu_clock c;
+        st = ra_gpu_clock_probe((ra_gpu_load)l, (double)ms, &c);
+        if (st != RA_OK)
+            break;
+        char v[7][32];
+        snprintf(v[0], sizeof v[0], "%.0f", c.mhz);
+        snprintf(v[1], sizeof v[1], "%.0f", c.mhz_min);
+        snprintf(v[2], sizeof v[2], "%.0f", c.mhz_max);
+        snprintf(v[3], sizeof v[3], "%d", c.blocks);
+        snprintf(v[4], sizeof v[4], "%.4g", c.ms);
+        snprintf(v[5], sizeof v[5], "%.4g", c.timer_ms);
+        snprintf(v[6], sizeof v[6], "%.4g", c.flop_per_sm_cycle);
+        const char *row[] = {ra_gpu_load_name((ra_gpu_load)l), v[0], v[1], v[2], v[3], v[4],
+                             v[5], v[6]};
+        st = ra_table_add_row(t, row);
+        ra_progress_add(pr, 1);
+    }
+    ra_progress_finish(pr);
+    if (st == RA_OK) {
+        fprintf(ra_cli_info_stream(a->fmt), "bench: sm clock, %ld ms a load\n", ms);
+        st = ra_table_write(t, stdout, a->fmt);
+    }
+    if (st == RA_OK && a->json)
+        st = write_json(a->json, t);
+    ra_table_free(t);
+    return st == RA_OK ? 0 : ra_status_exit_code(st);
+}
+
 int ra_cmd_bench(int argc, char **argv)
 {
     ra_cli_args a;
-    ra_bench_opts o;
-    ra_bench_opts_init(&o);
-    int rc = ra_cli_parse(&a, &bench_syntax, argc, argv, &o);
+    bench_cli c = {.clock_ms = 500};
+    ra_bench_opts_init(&c.bench);
+    int rc = ra_cli_parse(&a, &bench_syntax, argc, argv, &c);
     if (rc != RA_CLI_GO)
         return rc;
     rc = ra_cli_no_more(&a);
+    if (rc == 0 && c.sm_clock) {
+        if (a.variant || a.shape)
+            rc = ra_cli_usage_error("bench", "--sm-clock times no variant: drop --variant and "
+                                             "--shape");
+        else
+            rc = sm_clock(&a, c.clock_ms);
+        ra_cli_args_clear(&a);
+        return rc;
+    }
     if (rc == 0 && !a.variant)
         rc = ra_cli_usage_error("bench", "--variant GLOB is required (e.g. 'gdn.cuda.*')");
     if (rc == 0 && !a.op)
@@ -191,7 +267,7 @@ int ra_cmd_bench(int argc, char **argv)
     if (rc == 0)
         rc = ra_cli_case_spec(&id, &a);
     if (rc == 0)
-        rc = bench(&a, &id, &o);
+        rc = bench(&a, &id, &c.bench);
     ra_cli_args_clear(&a);
     return rc;
 }

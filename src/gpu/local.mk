@@ -6,18 +6,19 @@ SUFFIXES = .cu
 	  -I$(top_srcdir)/src -I$(top_srcdir)/include -I$(top_builddir) $(MPFR_CFLAGS) -c -o $@ $<
 
 # nvcc objects get no automatic dependency tracking: list the headers.
-gpu_headers = src/gpu/device.h src/gpu/rounding_probe.h src/core/status.h \
-	include/recaudit/types.h
+gpu_headers = src/gpu/device.h src/gpu/rounding_probe.h src/gpu/clock_probe.h src/gpu/cuda_try.h \
+	src/core/status.h include/recaudit/types.h
 gpu_gdn_headers = src/gpu/gdn_cuda.h src/gpu/device.h src/core/case.h src/core/gdn_case.h \
 	src/core/status.h src/core/tensor.h src/cpu/gdn_variants.h include/recaudit/types.h \
 	include/recaudit/plugin.h
 librecaudit_a_SOURCES += $(gpu_headers) src/gpu/gdn_cuda.h src/gpu/gpu.h
-src/gpu/device.$(OBJEXT) src/gpu/rounding_probe.$(OBJEXT): $(gpu_headers)
+src/gpu/device.$(OBJEXT) src/gpu/rounding_probe.$(OBJEXT) src/gpu/clock_probe.$(OBJEXT): \
+	$(gpu_headers) src/gpu/mma.cuh
 src/gpu/gdn_cuda.$(OBJEXT) src/gpu/gdn_seq.$(OBJEXT): $(gpu_gdn_headers)
 if HAVE_CUDA
 # The CUDA variants (variants.c lists the rows of gdn_cuda_rows.c); a build
 # without CUDA lists none (variants_none.c).
-librecaudit_a_SOURCES += src/gpu/device.cu src/gpu/rounding_probe.cu \
+librecaudit_a_SOURCES += src/gpu/device.cu src/gpu/rounding_probe.cu src/gpu/clock_probe.cu \
 	src/gpu/gdn_cuda.cu src/gpu/gdn_seq.cu src/gpu/gdn_cuda_rows.c src/gpu/variants.c
 check_PROGRAMS += tests/t-gpu-rounding tests/t-gpu-gdn
 TESTS += tests/t-gpu-rounding tests/t-gpu-gdn
@@ -26,9 +27,10 @@ tests_t_gpu_rounding_LDADD = tests/libtestutil.la $(TEST_LIBS)
 tests_t_gpu_gdn_CFLAGS = $(TEST_CFLAGS)
 tests_t_gpu_gdn_LDADD = tests/libtestutil.la $(TEST_LIBS)
 else
-librecaudit_a_SOURCES += src/gpu/device_none.c src/gpu/variants_none.c
+librecaudit_a_SOURCES += src/gpu/device_none.c src/gpu/variants_none.c src/gpu/clock_probe_none.c
 endif
 EXTRA_DIST += src/gpu/device.cu src/gpu/rounding_probe.cu src/gpu/device_none.c \
+	src/gpu/clock_probe.cu src/gpu/clock_probe_none.c \
 	src/gpu/gdn_cuda.cu src/gpu/gdn_seq.cu src/gpu/gdn_cuda_rows.c src/gpu/variants.c \
 	src/gpu/variants_none.c \
 	tests/t-gpu-rounding.c tests/t-gpu-gdn.c

@@ -16,13 +16,6 @@
  * (t, g), (t+4, g); C/D regs (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1).
  */
 
-#define CUDA_TRY(call)                                                                       \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess)                                                               \
-            RA_ERRORF(RA_EIO, "CUDA: %s failed: %s", #call, cudaGetErrorString(e_));          \
-    } while (0)
-
 __global__ void cvt_tf32_kernel(float *out, const float *in, size_t n)
 {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
