@@ -9,6 +9,8 @@
 
 #include "audit/bench.h"
 #include "core/op.h"
+#include "gpu/clock_probe.h"
+#include "gpu/device.h"
 #include "recaudit/gdn.h"
 #include "testutil.h"
 
@@ -237,10 +239,31 @@ START_TEST(special_refusals)
 }
 END_TEST
 
+/* The SM clock probe refuses a bad load or length before it looks for a
+   device, and without a device (or without CUDA) says so; with one, its
+   two timers of the same launch agree and the median lies in [min, max]. */
+START_TEST(special_clock_probe)
+{
+    ra_gpu_clock c;
+    tu_expect_error(ra_gpu_clock_probe(RA_GPU_LOADS, 10, &c), RA_EINVAL, "unknown load");
+    tu_expect_error(ra_gpu_clock_probe(RA_GPU_LOAD_FFMA, 0.5, &c), RA_EINVAL, "1 to 60000");
+    ck_assert_str_eq(ra_gpu_load_name(RA_GPU_LOAD_MMA_TF32), "mma.tf32");
+    if (ra_gpu_count() == 0) {
+        tu_expect_error(ra_gpu_clock_probe(RA_GPU_LOAD_FFMA, 10, &c), RA_EUNSUPPORTED,
+                        "sm clock probe");
+        return;
+    }
+    ck_assert_int_eq(ra_gpu_clock_probe(RA_GPU_LOAD_MMA_BF16, 10, &c), RA_OK);
+    ck_assert(c.blocks > 0 && c.mhz_min <= c.mhz && c.mhz <= c.mhz_max && c.mhz_min > 0);
+    ck_assert(c.timer_ms > 0.8 * c.ms && c.timer_ms <= 1.05 * c.ms);
+}
+END_TEST
+
 static Suite *bench_suite(void)
 {
     Suite *s = suite_create("bench");
-    tu_tcase(s, "special", tu_capture, NULL, special_skip_fail_wall, special_refusals);
+    tu_tcase(s, "special", tu_capture, NULL, special_skip_fail_wall, special_refusals,
+             special_clock_probe);
     tu_tcase(s, "data", tu_capture, NULL, data_gdn_flops, data_timed_rows);
     return s;
 }
