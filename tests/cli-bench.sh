@@ -38,6 +38,11 @@ expect_grep out 'B\*T\*Hv\*(2C(3K+2V) + 6KV + C^2/3)' "help states the FLOP form
 # --sm-clock: no variant, a bounded length, and a device to probe
 expect_status 2 bench --sm-clock --variant gdn.cpu.f32
 expect_grep err 'sm-clock times no variant' "--sm-clock with --variant"
+expect_status 2 bench --sm-clock --reps 3
+expect_grep err 'takes only --clock-ms, --format and --json' "--sm-clock with --reps"
+expect_status 2 bench --sm-clock --dtype bf16
+expect_status 2 bench --variant gdn.cpu.f32 --shape $shape --clock-ms 50
+expect_grep err 'clock-ms goes with --sm-clock' "--clock-ms without --sm-clock"
 expect_status 2 bench --sm-clock --clock-ms 0
 if "$RECAUDIT" --version | grep -q '[1-9] devices*'; then
     expect_status 0 bench --sm-clock --clock-ms 50 --format csv

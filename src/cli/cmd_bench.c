@@ -93,8 +93,9 @@ enum { OPT_REPS = RA_CLI_OWN, OPT_WARMUP, OPT_SM_CLOCK, OPT_CLOCK_MS };
 /* The command's own options. */
 typedef struct {
     ra_bench_opts bench;
-    int sm_clock;
-    long clock_ms;
+    int timing;    /* --reps or --warmup given */
+    int sm_clock;  /* --sm-clock */
+    long clock_ms; /* --clock-ms, 0 when not given */
 } bench_cli;
 
 static const struct option bench_options[] = {
@@ -120,11 +121,11 @@ static int bench_option(void *ctx, const ra_cli_args *cli, int code, const char 
     if (code == OPT_REPS) {
         if (ra_cli_parse_int(&v, "bench", "--reps", value, 1, 1000000))
             return 2;
-        o->bench.reps = (int)v;
+        o->bench.reps = (int)v, o->timing = 1;
     } else if (code == OPT_WARMUP) {
         if (ra_cli_parse_int(&v, "bench", "--warmup", value, 0, 1000000))
             return 2;
-        o->bench.warmup = (int)v;
+        o->bench.warmup = (int)v, o->timing = 1;
     } else if (code == OPT_SM_CLOCK) {
         o->sm_clock = 1;
     } else {
@@ -242,21 +243,25 @@ static int sm_clock(const ra_cli_args *a, long ms)
 int ra_cmd_bench(int argc, char **argv)
 {
     ra_cli_args a;
-    bench_cli c = {.clock_ms = 500};
+    bench_cli c = {0};
     ra_bench_opts_init(&c.bench);
     int rc = ra_cli_parse(&a, &bench_syntax, argc, argv, &c);
     if (rc != RA_CLI_GO)
         return rc;
     rc = ra_cli_no_more(&a);
     if (rc == 0 && c.sm_clock) {
-        if (a.variant || a.shape)
-            rc = ra_cli_usage_error("bench", "--sm-clock times no variant: drop --variant and "
-                                             "--shape");
+        /* none of the variant timing's options applies */
+        if (a.variant || a.op || a.shape || a.regime || a.dtype_text || a.nflags || a.nparams ||
+            a.fwd_only || a.plugins || a.threads || c.timing)
+            rc = ra_cli_usage_error("bench", "--sm-clock times no variant: it takes only "
+                                             "--clock-ms, --format and --json");
         else
-            rc = sm_clock(&a, c.clock_ms);
+            rc = sm_clock(&a, c.clock_ms ? c.clock_ms : 500);
         ra_cli_args_clear(&a);
         return rc;
     }
+    if (rc == 0 && c.clock_ms)
+        rc = ra_cli_usage_error("bench", "--clock-ms goes with --sm-clock");
     if (rc == 0 && !a.variant)
         rc = ra_cli_usage_error("bench", "--variant GLOB is required (e.g. 'gdn.cuda.*')");
     if (rc == 0 && !a.op)
