@@ -137,10 +137,7 @@ const char *const WHAT = "sm clock probe";
 
 extern "C" ra_status ra_gpu_clock_probe(ra_gpu_load load, double ms, ra_gpu_clock *out)
 {
-    if (load < 0 || load >= RA_GPU_LOADS)
-        RA_ERRORF(RA_EINVAL, "sm clock probe: unknown load %d", (int)load);
-    if (!(ms >= 1.0 && ms <= 60000.0))
-        RA_ERRORF(RA_EINVAL, "sm clock probe: %g ms (1 to 60000)", ms);
+    RA_TRY(ra_gpu_clock_args(load, ms));
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
         cudaGetLastError();

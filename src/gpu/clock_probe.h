@@ -41,6 +41,17 @@ typedef struct {
     int blocks;                   /* one per SM */
 } ra_gpu_clock;
 
+/* RA_OK when load and ms are in range, else reported RA_EINVAL: both
+   builds check the request before they look for a device. */
+static inline ra_status ra_gpu_clock_args(ra_gpu_load load, double ms)
+{
+    if (load < 0 || load >= RA_GPU_LOADS)
+        RA_ERRORF(RA_EINVAL, "sm clock probe: unknown load %d", (int)load);
+    if (!(ms >= 1.0 && ms <= 60000.0))
+        RA_ERRORF(RA_EINVAL, "sm clock probe: %g ms (1 to 60000)", ms);
+    return RA_OK;
+}
+
 /* Runs load on device 0 for about ms milliseconds (after an untimed run of
    the same length, so that the clock has settled) and fills out.
    RA_EUNSUPPORTED without a usable device or without CUDA. */

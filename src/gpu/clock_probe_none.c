@@ -3,6 +3,7 @@
 
 ra_status ra_gpu_clock_probe(ra_gpu_load load, double ms, ra_gpu_clock *out)
 {
-    (void)load, (void)ms, (void)out;
+    (void)out;
+    RA_TRY(ra_gpu_clock_args(load, ms));
     RA_ERROR("sm clock probe: this build has no CUDA", RA_EUNSUPPORTED);
 }
