@@ -20,6 +20,7 @@
 
 #include "audit/audit.h"
 #include "audit/bench.h"
+#include "gpu/clock_probe.h"
 
 void ra_bench_opts_init(ra_bench_opts *o)
 {
@@ -256,6 +257,40 @@ ra_status ra_bench_table(ra_table **out, const ra_bench_rows *rows)
         const char *cells[NCOLS] = {row->variant, row->device, row->direction, reps, med, lo,
                                     hi, tf, gb, row->timer, row->note[0] ? row->note : "-"};
         st = ra_table_add_row(t, cells);
+    }
+    if (st != RA_OK) {
+        ra_table_free(t);
+        return st;
+    }
+    *out = t;
+    return RA_OK;
+}
+
+ra_status ra_bench_clock_table(ra_table **out, double ms, ra_progress *progress)
+{
+    static const char *const headers[] = {"load", "sm_mhz", "min_mhz", "max_mhz", "blocks",
+                                          "ms", "timer_ms", "flop_per_sm_cycle"};
+    enum { NCOLS = sizeof headers / sizeof headers[0] };
+    ra_table *t;
+    RA_TRY(ra_table_new(&t, NCOLS, headers));
+    ra_status st = RA_OK;
+    for (int l = 0; st == RA_OK && l < RA_GPU_LOADS; l++) {
+        ra_gpu_clock c;
+        st = ra_gpu_clock_probe((ra_gpu_load)l, ms, &c);
+        if (st != RA_OK)
+            break;
+        char v[NCOLS - 1][32];
+        snprintf(v[0], sizeof v[0], "%.0f", c.mhz);
+        snprintf(v[1], sizeof v[1], "%.0f", c.mhz_min);
+        snprintf(v[2], sizeof v[2], "%.0f", c.mhz_max);
+        snprintf(v[3], sizeof v[3], "%d", c.blocks);
+        fmt_num(v[4], sizeof v[4], c.ms);
+        fmt_num(v[5], sizeof v[5], c.timer_ms);
+        fmt_num(v[6], sizeof v[6], c.flop_per_sm_cycle);
+        const char *cells[NCOLS] = {ra_gpu_load_name((ra_gpu_load)l), v[0], v[1], v[2], v[3],
+                                    v[4], v[5], v[6]};
+        st = ra_table_add_row(t, cells);
+        ra_progress_add(progress, 1);
     }
     if (st != RA_OK) {
         ra_table_free(t);

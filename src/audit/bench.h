@@ -68,4 +68,10 @@ ra_status ra_bench_case(ra_bench_rows *rows, const ra_registry *r, const char *g
    TFLOP/s, GB/s, timer, note. */
 ra_status ra_bench_table(ra_table **out, const ra_bench_rows *rows);
 
+/* `bench --sm-clock`: a row per load of src/gpu/clock_probe.h (load,
+   sm_mhz, min_mhz, max_mhz, blocks, ms, timer_ms, flop_per_sm_cycle),
+   each load run for about ms milliseconds; progress (may be NULL) is
+   advanced once per load.  RA_EUNSUPPORTED without a CUDA device. */
+ra_status ra_bench_clock_table(ra_table **out, double ms, ra_progress *progress);
+
 #endif

@@ -20,8 +20,6 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/io.h"
-#include "core/progress.h"
-#include "core/table.h"
 #include "gpu/clock_probe.h"
 
 static void print_help(FILE *f)
@@ -203,32 +201,12 @@ static int bench(const ra_cli_args *a, const ra_case_spec *id, const ra_bench_op
     return rc;
 }
 
-/* --sm-clock: the probe's row per load (clock_probe.h). */
+/* --sm-clock: the probe's table (ra_bench_clock_table). */
 static int sm_clock(const ra_cli_args *a, long ms)
 {
-    static const char *const hdr[] = {"load", "sm_mhz", "min_mhz", "max_mhz", "blocks",
-                                      "ms", "timer_ms", "flop_per_sm_cycle"};
     ra_table *t = NULL;
-    ra_status st = ra_table_new(&t, 8, hdr);
-    ra_progress *pr = st == RA_OK ? ra_progress_start("bench", RA_GPU_LOADS, "loads") : NULL;
-    for (int l = 0; l < RA_GPU_LOADS && st == RA_OK; l++) {
-        ra_gpu_clock c;
-        st = ra_gpu_clock_probe((ra_gpu_load)l, (double)ms, &c);
-        if (st != RA_OK)
-            break;
-        char v[7][32];
-        snprintf(v[0], sizeof v[0], "%.0f", c.mhz);
-        snprintf(v[1], sizeof v[1], "%.0f", c.mhz_min);
-        snprintf(v[2], sizeof v[2], "%.0f", c.mhz_max);
-        snprintf(v[3], sizeof v[3], "%d", c.blocks);
-        snprintf(v[4], sizeof v[4], "%.4g", c.ms);
-        snprintf(v[5], sizeof v[5], "%.4g", c.timer_ms);
-        snprintf(v[6], sizeof v[6], "%.4g", c.flop_per_sm_cycle);
-        const char *row[] = {ra_gpu_load_name((ra_gpu_load)l), v[0], v[1], v[2], v[3], v[4],
-                             v[5], v[6]};
-        st = ra_table_add_row(t, row);
-        ra_progress_add(pr, 1);
-    }
+    ra_progress *pr = ra_progress_start("bench", RA_GPU_LOADS, "loads");
+    ra_status st = ra_bench_clock_table(&t, (double)ms, pr);
     ra_progress_finish(pr);
     if (st == RA_OK) {
         fprintf(ra_cli_info_stream(a->fmt), "bench: sm clock, %ld ms a load\n", ms);

@@ -123,6 +123,20 @@ struct probe_mem {
     }
 };
 
+/* One launch between the events, its elapsed time in *ms. */
+cudaError_t timed_launch(ra_gpu_load load, int blocks, long long iters, const probe_mem &m,
+                         float *ms)
+{
+    cudaError_t e = cudaEventRecord(m.ev[0]);
+    if (e == cudaSuccess)
+        e = launch(load, blocks, iters, m.spans, m.sink);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(m.ev[1]);
+    if (e == cudaSuccess)
+        e = cudaEventSynchronize(m.ev[1]);
+    return e == cudaSuccess ? cudaEventElapsedTime(ms, m.ev[0], m.ev[1]) : e;
+}
+
 double median(std::vector<double> v)
 {
     std::sort(v.begin(), v.end());
@@ -144,25 +158,22 @@ extern "C" ra_status ra_gpu_clock_probe(ra_gpu_load load, double ms, ra_gpu_cloc
         RA_ERROR("sm clock probe: no CUDA device", RA_EUNSUPPORTED);
     }
     int sms = 0;
-    RA_CUDA_TRY(WHAT, cudaSetDevice(0));
-    RA_CUDA_TRY(WHAT, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    RA_CUDA_TRY(cudaSetDevice(0), WHAT, "device 0");
+    RA_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), WHAT,
+                "the SM count");
     probe_mem m;
-    RA_CUDA_TRY(WHAT, cudaMalloc(&m.spans, sms * sizeof(span)));
-    RA_CUDA_TRY(WHAT, cudaMalloc(&m.sink, sms * sizeof(float)));
-    RA_CUDA_TRY(WHAT, cudaEventCreate(&m.ev[0]));
-    RA_CUDA_TRY(WHAT, cudaEventCreate(&m.ev[1]));
+    RA_CUDA_TRY(cudaMalloc(&m.spans, sms * sizeof(span)), WHAT, "the blocks' spans");
+    RA_CUDA_TRY(cudaMalloc(&m.sink, sms * sizeof(float)), WHAT, "the blocks' sink");
+    RA_CUDA_TRY(cudaEventCreate(&m.ev[0]), WHAT, "an event");
+    RA_CUDA_TRY(cudaEventCreate(&m.ev[1]), WHAT, "an event");
     std::vector<span> h(sms);
 
     /* Calibrate the iteration count on a short run, then run the full
        length twice: untimed (the clock settles), then timed. */
     long long iters = 1 << 12;
-    float cal = 0.f;
+    float cal = 0.f, ev_ms = 0.f;
     for (;;) {
-        RA_CUDA_TRY(WHAT, cudaEventRecord(m.ev[0]));
-        RA_CUDA_TRY(WHAT, launch(load, sms, iters, m.spans, m.sink));
-        RA_CUDA_TRY(WHAT, cudaEventRecord(m.ev[1]));
-        RA_CUDA_TRY(WHAT, cudaEventSynchronize(m.ev[1]));
-        RA_CUDA_TRY(WHAT, cudaEventElapsedTime(&cal, m.ev[0], m.ev[1]));
+        RA_CUDA_TRY(timed_launch(load, sms, iters, m, &cal), WHAT, "calibration run");
         if (cal >= 20.f || iters >= (1LL << 40))
             break;
         iters *= 4;
@@ -170,14 +181,10 @@ extern "C" ra_status ra_gpu_clock_probe(ra_gpu_load load, double ms, ra_gpu_cloc
     if (!(cal > 0.f))
         RA_ERRORF(RA_EIO, "sm clock probe: the calibration run took no measurable time");
     iters = (long long)((double)iters * ms / cal) + 1;
-    RA_CUDA_TRY(WHAT, launch(load, sms, iters, m.spans, m.sink));
-    float ev_ms = 0.f;
-    RA_CUDA_TRY(WHAT, cudaEventRecord(m.ev[0]));
-    RA_CUDA_TRY(WHAT, launch(load, sms, iters, m.spans, m.sink));
-    RA_CUDA_TRY(WHAT, cudaEventRecord(m.ev[1]));
-    RA_CUDA_TRY(WHAT, cudaEventSynchronize(m.ev[1]));
-    RA_CUDA_TRY(WHAT, cudaEventElapsedTime(&ev_ms, m.ev[0], m.ev[1]));
-    RA_CUDA_TRY(WHAT, cudaMemcpy(h.data(), m.spans, sms * sizeof(span), cudaMemcpyDeviceToHost));
+    RA_CUDA_TRY(timed_launch(load, sms, iters, m, &ev_ms), WHAT, "untimed run");
+    RA_CUDA_TRY(timed_launch(load, sms, iters, m, &ev_ms), WHAT, "timed run");
+    RA_CUDA_TRY(cudaMemcpy(h.data(), m.spans, sms * sizeof(span), cudaMemcpyDeviceToHost), WHAT,
+                "the blocks' spans");
 
     std::vector<double> mhz, tms, rate;
     const double flop = flop_per_warp_iter(load) * (PROBE_THREADS / 32) * (double)iters;

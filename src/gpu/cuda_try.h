@@ -1,4 +1,4 @@
-/* A failed CUDA runtime call as an RA_EIO return from the calling function. */
+/* A failed CUDA runtime call as a reported return from the calling function. */
 #ifndef RA_GPU_CUDA_TRY_H
 #define RA_GPU_CUDA_TRY_H
 
@@ -6,14 +6,16 @@
 
 #include "core/status.h"
 
-/* what names the caller in the message; the runtime's last error is
-   cleared so that later calls do not report it again. */
-#define RA_CUDA_TRY(what, call)                                                                    \
+/* "WHO: WHAT: the runtime's reason", RA_ENOMEM for a failed allocation and
+   RA_EIO otherwise; the runtime's last error is cleared so that later
+   calls do not report it again. */
+#define RA_CUDA_TRY(call, who, what)                                                               \
     do {                                                                                           \
         const cudaError_t e_ = (call);                                                             \
         if (e_ != cudaSuccess) {                                                                   \
             cudaGetLastError();                                                                    \
-            RA_ERRORF(RA_EIO, "%s: %s: %s", (what), #call, cudaGetErrorString(e_));                \
+            RA_ERRORF(e_ == cudaErrorMemoryAllocation ? RA_ENOMEM : RA_EIO, "%s: %s: %s", (who),   \
+                      (what), cudaGetErrorString(e_));                                             \
         }                                                                                          \
     } while (0)
 

@@ -44,6 +44,7 @@ constexpr int PREP_THREADS = 2 * PC, PREP_BLOCKS = 3, LDA = PC + 4;
 constexpr int PREP_VEC = 3 * PC, PREP_R1 = 3 * PC * LDK, PREP_R3 = PC * LDA;
 constexpr int PREP_WORDS = PREP_VEC + PREP_R1 + PREP_R3;
 static_assert(PC * LDC + 2 * PK * LDC <= PREP_R1, "T, Y^T and X^T fit r1");
+static_assert(PREP_VEC % 2 == 0, "8-byte aligned pair tiles (put_row_pairs)");
 
 /* BWD: the group runs the backward (group::bwd), a kernel of its own so
    that the forward's carries none of the backward's code. */

@@ -54,21 +54,15 @@ extern "C" {
 #include "core/tensor.h"
 #include "cpu/gdn_variants.h"
 }
+#include "gpu/cuda_try.h"
 #include "gpu/device.h"
 #include "gpu/gdn_cuda.h"
 
 namespace
 {
 
-#define CU_TRY(call, what)                                                                         \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            cudaGetLastError();                                                                    \
-            RA_ERRORF(e_ == cudaErrorMemoryAllocation ? RA_ENOMEM : RA_EIO, "cuda gdn: %s: %s",    \
-                      (what), cudaGetErrorString(e_));                                             \
-        }                                                                                          \
-    } while (0)
+/* The driver's failed CUDA calls, "cuda gdn: WHAT: reason" (cuda_try.h). */
+#define CU_TRY(call, what) RA_CUDA_TRY(call, "cuda gdn", what)
 
 unsigned grid_for(int64_t n)
 {

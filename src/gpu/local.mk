@@ -8,9 +8,9 @@ SUFFIXES = .cu
 # nvcc objects get no automatic dependency tracking: list the headers.
 gpu_headers = src/gpu/device.h src/gpu/rounding_probe.h src/gpu/clock_probe.h src/gpu/cuda_try.h \
 	src/core/status.h include/recaudit/types.h
-gpu_gdn_headers = src/gpu/gdn_cuda.h src/gpu/device.h src/core/case.h src/core/gdn_case.h \
-	src/core/status.h src/core/tensor.h src/cpu/gdn_variants.h include/recaudit/types.h \
-	include/recaudit/plugin.h
+gpu_gdn_headers = src/gpu/gdn_cuda.h src/gpu/device.h src/gpu/cuda_try.h src/core/case.h \
+	src/core/gdn_case.h src/core/status.h src/core/tensor.h src/cpu/gdn_variants.h \
+	include/recaudit/types.h include/recaudit/plugin.h
 librecaudit_a_SOURCES += $(gpu_headers) src/gpu/gdn_cuda.h src/gpu/gpu.h
 src/gpu/device.$(OBJEXT) src/gpu/rounding_probe.$(OBJEXT) src/gpu/clock_probe.$(OBJEXT): \
 	$(gpu_headers) src/gpu/mma.cuh
