@@ -3,7 +3,7 @@
 #
 #   bench/gpu-bits.sh OLD NEW [GLOB]
 #
-# Generates eight gdn cases chosen to reach the chunked kernels' edge paths,
+# Generates nine gdn cases chosen to reach the chunked kernels' edge paths,
 # runs every variant matching GLOB (default 'gdn.cuda.chunk*') on each case
 # with both binaries, and compares the output files byte for byte.  A
 # kernel change that claims "same bits" (a faster schedule of the same
@@ -19,6 +19,8 @@
 #       head's shared-memory kernels
 #   c8  B=1,T=150,Hk=2,Hv=6,K=50,V=37, raw keys with l2norm: the dq/dk
 #       group sums' l2norm dot over a last partial warp of K
+#   c9  B=1,T=300,Hk=1,Hv=2,K=V=128, bf16, h0: a last chunk of 44 rows,
+#       which both token halves of the bf16 states pass take part in
 #
 # Prints a line per differing or failing run and a summary.  Exit status:
 # 0 when every pair is identical, 1 otherwise, 77 when GLOB names CUDA
@@ -57,6 +59,7 @@ c5 B=1,T=520,Hk=4,Hv=64,K=128,V=128 --dtype bf16 --h0 --seed 11
 c6 B=1,T=384,Hk=2,Hv=2,K=128,V=40 --dtype bf16 --h0 --seed 13
 c7 B=1,T=129,Hk=1,Hv=2,K=128,V=128 --dtype bf16 --seed 15
 c8 B=1,T=150,Hk=2,Hv=6,K=50,V=37 --l2norm --regime raw-keys --seed 21
+c9 B=1,T=300,Hk=1,Hv=2,K=128,V=128 --dtype bf16 --h0 --seed 17
 EOF
 echo "bits: $runs runs, $bad differ"
 test "$bad" -eq 0

@@ -39,14 +39,20 @@
 namespace ra_gpu
 {
 
-/* Warps per block: SB_WARPS run the recursion on 16 state columns each,
-   one more copies the operands (cp.async) SB_STAGES - 1 chunks ahead.
-   A stage is W (64 rows along the features) and K^T (128 rows along the
-   tokens): 35 KB, so two blocks of three stages fit an SM. */
-constexpr int SB_WARPS = 2, SB_THREADS = 32 * (SB_WARPS + 1), SB_COLS = 16 * SB_WARPS;
-constexpr int SB_STAGES = 3;
+/* Warps per block: SB_PAIRS pairs of warps run the recursion on 16 state
+   columns each, one more copies the operands (cp.async) STAGES - 1
+   chunks ahead.  A stage is W (64 rows along the features) and K^T (128
+   rows along the tokens): 35 KB.  Warp hw (0, 1) of a pair keeps the
+   state's features 64 hw .. 64 hw + 63 and forms V' for the tokens
+   32 hw .. 32 hw + 31, so each product is half a warp's; the pair trades
+   the A fragments the other half needs (S' for V', V'd for the state)
+   through shared memory, a uint4 a lane per k-step. */
+constexpr int SB_PAIRS = 2, SB_WARPS = 2 * SB_PAIRS, SB_THREADS = 32 * (SB_WARPS + 1),
+              SB_COLS = 16 * SB_PAIRS;
 constexpr int SB_W = PC * LDK, SB_KT = PK * LDC, SB_STAGE = SB_W + SB_KT;
-constexpr int SB_WORDS = SB_STAGES * SB_STAGE;
+constexpr int SB_KS = PK / 16, SB_KV = PC / 16; /* k-steps of S' (features), V'd (tokens) */
+constexpr int SB_XW = (SB_KS + SB_KV) * 32 * 4; /* a pair's exchange, words */
+template <int STAGES> constexpr int sb_words() { return STAGES * SB_STAGE + SB_PAIRS * SB_XW; }
 
 /* Starts copying chunk c's W and K^T into stage buf (the copying warp
    calls it).  W's rows at or past L, which the prep leaves unwritten,
@@ -56,60 +62,92 @@ __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t 
 {
     const cws w = make_cws(g, PC, PK, PK, hl, c);
     const int lane = threadIdx.x & 31;
-    uint32_t *Wb = buf, *Kb = buf + SB_W;
+    uint32_t *Wb = buf;
+    const unsigned ws = smem_addr(buf), ks = ws + 4u * SB_W;
     constexpr int WQ = PK / 8, KQ = PC / 8; /* 16-byte copies a row */
 #pragma unroll 4
     for (int e = lane; e < PC * WQ; e += 32) {
         const int r = e / WQ, x = 4 * (e % WQ);
         if (r < L)
-            cp_async16(Wb + r * LDK + x, w.Wp + r * LDK + x);
+            cp_async16_s(ws + 4u * (r * LDK + x), w.Wp + r * LDK + x);
         else
             *reinterpret_cast<uint4 *>(Wb + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
     }
 #pragma unroll 4
     for (int e = lane; e < PK * KQ; e += 32) {
         const int r = e / KQ, x = 4 * (e % KQ);
-        cp_async16(Kb + r * LDC + x, w.Ktp + r * LDC + x);
+        cp_async16_s(ks + 4u * (r * LDC + x), w.Ktp + r * LDC + x);
     }
 }
 
-__global__ void __launch_bounds__(SB_THREADS, 1)
+/* The two warps of pair p meet (named barrier p + 1; 0 is
+   __syncthreads'). */
+__device__ __forceinline__ void pair_sync(int p)
+{
+    asm volatile("bar.sync %0, 64;" ::"r"(p + 1) : "memory");
+}
+
+/* Trades a pair's A fragments: this warp's KS / 2 k-steps `own` go to
+   k-steps KS / 2 hw on of x, and all KS come back in k-step order.  x is
+   rewritten only after the pair's next meeting, which each warp reaches
+   after its reads. */
+template <int KS>
+__device__ __forceinline__ void pair_trade(uint32_t (&fa)[KS][4], const uint32_t (&own)[KS / 2][4],
+                                           uint4 *x, int p, int hw)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int q = 0; q < KS / 2; q++)
+        x[(KS / 2 * hw + q) * 32 + lane] = make_uint4(own[q][0], own[q][1], own[q][2], own[q][3]);
+    pair_sync(p);
+#pragma unroll
+    for (int q = 0; q < KS; q++) {
+        const uint4 y = x[q * 32 + lane];
+        fa[q][0] = y.x, fa[q][1] = y.y, fa[q][2] = y.z, fa[q][3] = y.w;
+    }
+}
+
+/* STAGES: 3 when the grid is one block per SM, 2 for two blocks per SM. */
+template <int STAGES>
+__global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
     gdn_chunk_states_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
     extern __shared__ __align__(16) uint32_t sm[];
-    constexpr int TILES = PK / SB_COLS;
+    constexpr int TILES = PK / SB_COLS, KH = PK / 2, TH = PC / 2; /* a warp's features, tokens */
     const int64_t hl = blockIdx.x / TILES;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, pair = warp >> 1, hw = warp & 1;
     const bool copier = warp == SB_WARPS;
-    /* the warp's first column: its accumulator rows are v0 + g, v0 + g + 8 */
-    const int v0 = (int)(blockIdx.x % TILES) * SB_COLS + 16 * warp;
+    /* the pair's first column: its accumulator rows are v0 + g, v0 + g + 8 */
+    const int v0 = (int)(blockIdx.x % TILES) * SB_COLS + 16 * pair;
+    const int k0 = KH * hw, i0 = TH * hw; /* the warp's first feature and token */
+    uint4 *xs = reinterpret_cast<uint4 *>(sm + STAGES * SB_STAGE + pair * SB_XW),
+          *xv = xs + SB_KS * 32;
     const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
-    /* S^T, element (v, k) of state row k, column v, in s[k / 8] */
-    float s[PK / 8][4];
-    /* a chunk's U at the lane's V'^T positions and its gates G_last,
-       G_lane, G_lane+32, loaded a chunk ahead: the decays' expf and the
-       V' step would otherwise wait a memory latency every chunk */
-    float u[PC / 8][4], gl = 0.f, ga = 0.f, gb = 0.f;
+    /* S^T, element (v, k) of state row k, column v, in s[(k - k0) / 8] */
+    float s[KH / 8][4];
+    /* a chunk's U at the lane's V'^T positions and its gates G_last and
+       G_(i0 + lane), loaded a chunk ahead: the decays' expf and the V'
+       step would otherwise wait a memory latency every chunk */
+    float u[TH / 8][4], gl = 0.f, gi = 0.f;
     const auto load_chunk = [&](int64_t c) {
         const cws w = make_cws(g, PC, PK, PK, hl, c);
         const int L = chunk_rows(h, PC, c);
-        for_frags<PC / 8>(
-            v0, 0, [&](int n, int e, int v, int i) { u[n][e] = i < L ? w.U[i * PK + v] : 0.f; });
+        for_frags<TH / 8>(
+            v0, i0, [&](int n, int e, int v, int i) { u[n][e] = i < L ? w.U[i * PK + v] : 0.f; });
         gl = w.G[L - 1];
-        ga = lane < L ? w.G[lane] : 0.f;
-        gb = lane + 32 < L ? w.G[lane + 32] : 0.f;
+        gi = i0 + lane < L ? w.G[i0 + lane] : 0.f;
     };
     if (copier) {
 #pragma unroll
-        for (int c = 0; c < SB_STAGES - 1; c++) {
+        for (int c = 0; c < STAGES - 1; c++) {
             if (c < g.nch)
                 sb_issue(sm + c * SB_STAGE, g, hl, c, chunk_rows(h, PC, c));
             cp_commit();
         }
-        cp_wait<SB_STAGES - 2>(); /* chunk 0 */
+        cp_wait<STAGES - 2>(); /* chunk 0 */
     } else {
-        for_frags<PK / 8>(
-            v0, 0, [&](int uu, int e, int v, int k) { s[uu][e] = h.h0 ? h.h0[k * PK + v] : 0.f; });
+        for_frags<KH / 8>(
+            v0, k0, [&](int uu, int e, int v, int k) { s[uu][e] = h.h0 ? h.h0[k * PK + v] : 0.f; });
         load_chunk(0);
     }
     for (int64_t c = 0; c < g.nch; c++) {
@@ -117,68 +155,89 @@ __global__ void __launch_bounds__(SB_THREADS, 1)
         const int L = chunk_rows(h, PC, c);
         __syncthreads(); /* chunk c's stage is in; chunk c - 1's is free */
         if (copier) {
-            const int64_t n = c + SB_STAGES - 1;
+            const int64_t n = c + STAGES - 1;
             if (n < g.nch)
-                sb_issue(sm + (n % SB_STAGES) * SB_STAGE, g, hl, n, chunk_rows(h, PC, n));
+                sb_issue(sm + (n % STAGES) * SB_STAGE, g, hl, n, chunk_rows(h, PC, n));
             cp_commit();
-            cp_wait<SB_STAGES - 2>(); /* chunk c + 1, for the next barrier */
+            cp_wait<STAGES - 2>(); /* chunk c + 1, for the next barrier */
             continue;
         }
-        /* the row decays exp(G_last - G_i) of rows lane and lane + 32 */
-        const float gC = expf(gl), dec0 = lane < L ? expf(__fsub_rn(gl, ga)) : 0.f,
-                    dec1 = lane + 32 < L ? expf(__fsub_rn(gl, gb)) : 0.f;
-        const uint32_t *Wb = sm + (c % SB_STAGES) * SB_STAGE, *Kb = Wb + SB_W;
+        /* the decays exp(G_last - G_i) of the warp's tokens, i = i0 + lane */
+        const float gC = expf(gl), dec = i0 + lane < L ? expf(__fsub_rn(gl, gi)) : 0.f;
+        const uint32_t *Wb = sm + (c % STAGES) * SB_STAGE, *Kb = Wb + SB_W;
 
-        /* S' = st(S): the A fragments, and the workspace's copy (the
-           pairs' halves are the bf16-rounded values) */
-        uint32_t sa[PK / 16][4];
-        acc_to_a(sa, s);
-        for_frags<PK / 8>(v0, 0, [&](int uu, int e, int v, int k) {
-            const uint32_t x = sa[uu / 2][(uu & 1) * 2 + (e >> 1)];
-            w.Sst[k * PK + v] = __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
-        });
-        /* V'^T = U^T - S'^T W^T over the first L tokens */
-        float p[PC / 8][4];
+        /* S' = st(S): the A fragments (the pair's halves traded), and the
+           workspace's copy of this warp's half (the pairs' halves are the
+           bf16-rounded values) */
+        uint32_t sa[SB_KS][4];
+        {
+            uint32_t own[SB_KS / 2][4];
+            acc_to_a(own, s);
+            for_frags<KH / 8>(v0, k0, [&](int uu, int e, int v, int k) {
+                const uint32_t x = own[uu / 2][(uu & 1) * 2 + (e >> 1)];
+                w.Sst[k * PK + v] = __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
+            });
+            pair_trade(sa, own, xs, pair, hw);
+        }
+        /* V'^T = U^T - S'^T W^T for the warp's tokens below L */
+        float p[TH / 8][4];
         zero_tiles(p);
-        warp_mm_regs_add(p, sa, Wb, LDK, PK, (L + 7) / 8);
-        for_frags<PC / 8>(v0, 0, [&](int n, int e, int v, int i) {
-            const float dec = row_value(dec0, dec1, n, e & 1);
+        warp_mm_regs_add(p, sa, Wb + i0 * LDK, LDK, PK, min(TH / 8, max(0, (L - i0 + 7) / 8)));
+        for_frags<TH / 8>(v0, i0, [&](int n, int e, int v, int i) {
+            const float dc = row_value(dec, dec, n, e & 1);
             float vd = 0.f;
             if (i < L) {
                 const float vp = __fsub_rn(u[n][e], p[n][e]);
                 w.Vp[i * PK + v] = vp;
-                vd = __fmul_rn(vp, dec);
+                vd = __fmul_rn(vp, dc);
             }
             p[n][e] = vd;
         });
         if (c + 1 < g.nch)
             load_chunk(c + 1);
-        /* S^T = gC S^T + V'd^T K over the first L tokens */
-        uint32_t va[PC / 16][4];
-        acc_to_a(va, p);
+        /* S^T = gC S^T + V'd^T K over the first L tokens, for the warp's
+           features */
+        uint32_t va[SB_KV][4];
+        {
+            uint32_t own[SB_KV / 2][4];
+            acc_to_a(own, p);
+            pair_trade(va, own, xv, pair, hw);
+        }
 #pragma unroll
-        for (int uu = 0; uu < PK / 8; uu++)
+        for (int uu = 0; uu < KH / 8; uu++)
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 s[uu][e] = __fmul_rn(s[uu][e], gC);
-        warp_mm_regs_add(s, va, Kb, LDC, L, PK / 8);
+        warp_mm_regs_add(s, va, Kb + k0 * LDC, LDC, L, KH / 8);
     }
     if (h.ht && !copier)
-        for_frags<PK / 8>(v0, 0, [&](int uu, int e, int v, int k) { h.ht[k * PK + v] = s[uu][e]; });
+        for_frags<KH / 8>(v0, k0,
+                          [&](int uu, int e, int v, int k) { h.ht[k * PK + v] = s[uu][e]; });
 }
 
 } // namespace ra_gpu
 
 using ra_gpu::group;
 
+/* Three stages when the grid fits one block per SM, else two, so that
+   two blocks fit an SM. */
 cudaError_t ra_gpu_gdn_chunk_states_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
     using namespace ra_gpu;
-    return launch_blocks(gdn_chunk_states_bf16_kernel, (unsigned)(g->nh * (PK / SB_COLS)),
-                         SB_THREADS, SB_WORDS, g, a);
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess)
+        return e;
+    const unsigned blocks = (unsigned)(g->nh * (PK / SB_COLS));
+    return blocks <= (unsigned)sms ? launch_blocks(gdn_chunk_states_bf16_kernel<3>, blocks,
+                                                   SB_THREADS, sb_words<3>(), g, a)
+                                   : launch_blocks(gdn_chunk_states_bf16_kernel<2>, blocks,
+                                                   SB_THREADS, sb_words<2>(), g, a);
 }
 
 int64_t ra_gpu_gdn_chunk_states_bf16_bytes(void)
 {
-    return (int64_t)ra_gpu::SB_WORDS * (int64_t)sizeof(uint32_t);
+    return (int64_t)ra_gpu::sb_words<3>() * (int64_t)sizeof(uint32_t);
 }

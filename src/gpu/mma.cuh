@@ -56,22 +56,30 @@ __device__ __forceinline__ uint32_t bf16x2_rn(float lo, float hi)
     return r;
 }
 
-/* ldmatrix: four (x4) or two (x2) 8 x 8 matrices of b16 from shared
-   memory, each lane giving the address of one 16-byte row (lanes 8j to
-   8j + 7 the rows of matrix j; x2 reads the first 16 lanes' addresses);
-   lane l receives row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1, of
-   each matrix: the mma fragment layout. */
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint32_t *row)
+/* p's shared-space address.  Conversions are made once per product and
+   the loads address by offsets from it: each conversion reads the CTA's
+   shared window (S2UR, a short-scoreboard wait), and the compiler does not
+   share one between the asm volatile loads that follow. */
+__device__ __forceinline__ unsigned smem_addr(const void *p)
 {
-    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* ldmatrix: four (x4) or two (x2) 8 x 8 matrices of b16 from shared
+   memory (a: a shared-space address, smem_addr), each lane giving the
+   address of one 16-byte row (lanes 8j to 8j + 7 the rows of matrix j;
+   x2 reads the first 16 lanes' addresses); lane l receives row l / 4,
+   elements 2 (l % 4) and 2 (l % 4) + 1, of each matrix: the mma
+   fragment layout. */
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], unsigned a)
+{
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
 }
 
-__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const uint32_t *row)
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], unsigned a)
 {
-    const unsigned a = (unsigned)__cvta_generic_to_shared(row);
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
                  : "=r"(r[0]), "=r"(r[1])
                  : "r"(a));

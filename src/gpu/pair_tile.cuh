@@ -164,12 +164,13 @@ __device__ __forceinline__ void stage_cols(uint32_t *dst, const float *x, int ld
 __device__ __forceinline__ float4 same4(int, float4 v) { return v; }
 
 /* This lane's row address in B^T (pair tile, ldb words a row) for
-   mma_ntiles: two n-tiles u, u + 1 to an ldmatrix x4, matrix j = lane / 8
-   being rows 8u + 8 (j / 2), words 4 (j % 2) on. */
-__device__ __forceinline__ const uint32_t *bt_lane_row(const uint32_t *b, int ldb)
+   mma_ntiles, as a shared-space address: two n-tiles u, u + 1 to an
+   ldmatrix x4, matrix j = lane / 8 being rows 8u + 8 (j / 2), words
+   4 (j % 2) on. */
+__device__ __forceinline__ unsigned bt_lane_row(const uint32_t *b, int ldb)
 {
     const int lane = threadIdx.x & 31;
-    return b + ((lane & 7) + 8 * (lane >> 4)) * ldb + 4 * ((lane >> 3) & 1);
+    return smem_addr(b + ((lane & 7) + 8 * (lane >> 4)) * ldb + 4 * ((lane >> 3) & 1));
 }
 
 /* One k-step of the first `used` of NT n-tiles: d[u] += fa times the
@@ -180,19 +181,20 @@ __device__ __forceinline__ const uint32_t *bt_lane_row(const uint32_t *b, int ld
    of the bf16 gradients kernel's stall samples, ncu). */
 template <int NT>
 __device__ __forceinline__ void mma_ntiles(float (&d)[NT][4], const uint32_t (&fa)[4],
-                                           const uint32_t *br, int ldb, int used)
+                                           unsigned br, int ldb, int used)
 {
 #pragma unroll
     for (int u = 0; u < NT; u += 2) {
+        const unsigned bu = br + (unsigned)(32 * u * ldb); /* 8u rows of 4-byte words */
         if (u + 1 < NT && u + 1 < used) {
             uint32_t fb[4];
-            ldmatrix_x4(fb, br + 8 * u * ldb);
+            ldmatrix_x4(fb, bu);
             const uint32_t f0[2] = {fb[0], fb[1]}, f1[2] = {fb[2], fb[3]};
             mma_bf16(d[u], fa, f0);
             mma_bf16(d[u + 1], fa, f1);
         } else if (u < used) {
             uint32_t fb[2];
-            ldmatrix_x2(fb, br + 8 * u * ldb);
+            ldmatrix_x2(fb, bu);
             mma_bf16(d[u], fa, fb);
         }
     }
@@ -211,12 +213,12 @@ __device__ __forceinline__ void warp_mm_pairs_add(float (&d)[NT][4], const uint3
 {
     const int lane = threadIdx.x & 31, lr = lane & 7;
     /* A: matrix j = lane / 8 is rows 8 (j % 2), words 4 (j / 2) on */
-    const uint32_t *ar = a + (lr + 8 * ((lane >> 3) & 1)) * lda + 4 * (lane >> 4);
-    const uint32_t *br = bt_lane_row(b, ldb);
+    const unsigned ar = smem_addr(a + (lr + 8 * ((lane >> 3) & 1)) * lda + 4 * (lane >> 4));
+    const unsigned br = bt_lane_row(b, ldb);
     for (int k0 = 0; k0 < kc; k0 += 16) {
         uint32_t fa[4];
-        ldmatrix_x4(fa, ar + k0 / 2);
-        mma_ntiles(d, fa, br + k0 / 2, ldb, used);
+        ldmatrix_x4(fa, ar + (unsigned)(2 * k0)); /* k0 / 2 words */
+        mma_ntiles(d, fa, br + (unsigned)(2 * k0), ldb, used);
     }
 }
 
@@ -226,11 +228,11 @@ template <int NT, int KS>
 __device__ __forceinline__ void warp_mm_regs_add(float (&d)[NT][4], const uint32_t (&fa)[KS][4],
                                                  const uint32_t *b, int ldb, int kc, int used)
 {
-    const uint32_t *br = bt_lane_row(b, ldb);
+    const unsigned br = bt_lane_row(b, ldb);
 #pragma unroll
     for (int s = 0; s < KS; s++)
         if (16 * s < kc)
-            mma_ntiles(d, fa[s], br + 8 * s, ldb, used);
+            mma_ntiles(d, fa[s], br + (unsigned)(32 * s), ldb, used); /* 8 s words */
 }
 
 /* The A fragments of k-steps over a product held as 2 KS n-tiles d (16 x
