@@ -8,7 +8,10 @@
  * (ra_gpu_gdn_chunk_fwd_bf16_serves, group::wpairs): each stages its
  * operands once in shared memory as the bf16 pair tiles of pair_tile.cuh
  * and keeps its products in registers, with the general kernels'
- * arithmetic, so their bits.
+ * arithmetic, so their bits.  The states and dstates passes
+ * (gdn_chunk_states_bf16.cu, gdn_chunk_dstates_bf16.cu) split each
+ * 16-column recursion over a pair of warps, which trade mma fragments
+ * (pair_trade).
  */
 
 #include <cstdint>
@@ -43,6 +46,47 @@ template <typename KER, typename A, typename G>
 cudaError_t launch_smem(KER kernel, int threads, int words, const G *g, const A *a)
 {
     return launch_blocks(kernel, (unsigned)(g->nh * g->nch), threads, words, g, a);
+}
+
+/* The two warps of pair p of a block meet (named barrier p + 1; 0 is
+   __syncthreads'). */
+__device__ __forceinline__ void pair_sync(int p)
+{
+    asm volatile("bar.sync %0, 64;" ::"r"(p + 1) : "memory");
+}
+
+/* A pair of warps trades A fragments of KS k-steps, warp hw (0, 1)
+   holding k-steps KS / 2 hw .. KS / 2 hw + KS / 2 - 1 (`own`):
+   pair_put writes them to x (KS uint4 a lane), and after pair_sync
+   pair_get reads all KS in k-step order.  A buffer is written again only
+   after the pair's next meeting, which each warp reaches after its
+   reads. */
+template <int KS>
+__device__ __forceinline__ void pair_put(uint4 *x, const uint32_t (&own)[KS / 2][4], int hw)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int q = 0; q < KS / 2; q++)
+        x[(KS / 2 * hw + q) * 32 + lane] = make_uint4(own[q][0], own[q][1], own[q][2], own[q][3]);
+}
+
+template <int KS> __device__ __forceinline__ void pair_get(uint32_t (&fa)[KS][4], const uint4 *x)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int q = 0; q < KS; q++) {
+        const uint4 y = x[q * 32 + lane];
+        fa[q][0] = y.x, fa[q][1] = y.y, fa[q][2] = y.z, fa[q][3] = y.w;
+    }
+}
+
+template <int KS>
+__device__ __forceinline__ void pair_trade(uint32_t (&fa)[KS][4], const uint32_t (&own)[KS / 2][4],
+                                           uint4 *x, int p, int hw)
+{
+    pair_put<KS>(x, own, hw);
+    pair_sync(p);
+    pair_get(fa, x);
 }
 
 } // namespace ra_gpu

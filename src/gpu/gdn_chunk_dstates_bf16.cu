@@ -3,9 +3,12 @@
 /*
  * gdn_chunk_dstates_kernel (gdn_chunk_pass.cu) for the group::wpairs
  * configuration, transposed as gdn_chunk_states_bf16.cu transposes the
- * states pass: each warp owns 16 columns v of the state and holds dS^T
- * (its columns as rows, the 128 features as columns) in mma accumulator
- * tiles.  Walking the chunks backwards, per chunk:
+ * states pass: each pair of warps owns 16 columns v of the state and
+ * holds dS^T (its columns as rows, the 128 features as columns) in mma
+ * accumulator tiles, warp hw (0, 1) of the pair the features
+ * 64 hw .. 64 hw + 63; it forms dV' and tV for the tokens 32 hw ..
+ * 32 hw + 31, and the pair trades the A fragments each product needs from
+ * the other half (pair_trade).  Walking the chunks backwards, per chunk:
  *
  *   dV'^T = s (dO^T P) + (dS^T K^T) diag(exp(G_last - G_i))
  *           A = dO^T (the lane's dO values, loaded in accumulator layout),
@@ -15,7 +18,7 @@
  *           A = tV^T, dV'^T from accumulators; B^T = Q^T, W^T: the prep's
  *           pair tiles cws::Qtp, cws::Wtp, staged.
  *
- * The block's warps share only the staged tiles (K, P, Q^T, W^T: 86 KB a
+ * The block's pairs share only the staged tiles (K, P, Q^T, W^T: 86 KB a
  * chunk), which a warp of their own copies (cp.async) one chunk ahead; G
  * and gamma are read from global memory.
  *
@@ -38,13 +41,17 @@
 namespace ra_gpu
 {
 
-/* Warps per block: W (a template parameter, 2 or 4) run the recursion on
-   16 state columns each, one more copies the next chunk's operands
-   (cp.async); the staged tiles' row strides: fp32 K and P padded by 4 so
-   that a fragment's lanes (g, t) read distinct banks. */
+/* Pairs of warps per block: W (a template parameter, 2 or 4) run the
+   recursion on 16 state columns each, one more warp copies the next
+   chunk's operands (cp.async); the staged tiles' row strides: fp32 K and
+   P padded by 4 so that a fragment's lanes (g, t) read distinct banks.
+   After the two stages, each pair's exchange: the A fragments of dS'
+   (8 k-steps), dO, tV and dV' (4 each). */
 constexpr int DB_LDK = PK + 4, DB_LDP = PC + 4;
 constexpr int DB_K = PC * DB_LDK, DB_P = PC * DB_LDP, DB_QT = PK * LDC, DB_WT = PK * LDC;
-constexpr int DB_STAGE = DB_K + DB_P + DB_QT + DB_WT, DB_WORDS = 2 * DB_STAGE;
+constexpr int DB_STAGE = DB_K + DB_P + DB_QT + DB_WT;
+constexpr int DB_KS = PK / 16, DB_KV = PC / 16, DB_XW = (DB_KS + 3 * DB_KV) * 32 * 4;
+template <int W> constexpr int db_words() { return 2 * DB_STAGE + W * DB_XW; }
 
 /* A stage's tiles. */
 struct db_stage {
@@ -119,22 +126,25 @@ __device__ __forceinline__ void warp_mm_regs_f32b(float (&d)[NT][4], const uint3
 }
 
 template <int W>
-__global__ void __launch_bounds__(32 * (W + 1), 1)
+__global__ void __launch_bounds__(32 * (2 * W + 1), 1)
     gdn_chunk_dstates_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
     extern __shared__ __align__(16) uint32_t sm[];
-    constexpr int TILES = PK / (16 * W);
+    constexpr int TILES = PK / (16 * W), KH = PK / 2, TH = PC / 2; /* a warp's features, tokens */
     const int64_t hl = blockIdx.x / TILES;
-    const bool copier = (threadIdx.x >> 5) == W;
-    const int v0 = (int)(blockIdx.x % TILES) * 16 * W + 16 * (threadIdx.x >> 5);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, pair = warp >> 1, hw = warp & 1;
+    const bool copier = warp == 2 * W;
+    const int v0 = (int)(blockIdx.x % TILES) * 16 * W + 16 * pair;
+    const int k0 = KH * hw, i0 = TH * hw; /* the warp's first feature and token */
+    uint4 *xs = reinterpret_cast<uint4 *>(sm + 2 * DB_STAGE + pair * DB_XW), *xo = xs + DB_KS * 32,
+          *xt = xo + DB_KV * 32, *xv = xt + DB_KV * 32;
     const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
     const float sc = h.scale;
-    /* dS^T, element (v, k) of cotangent row k, column v, in ds[k / 8] */
-    float ds[PK / 8][4];
+    /* dS^T, element (v, k) of cotangent row k, column v, in ds[(k - k0) / 8] */
+    float ds[KH / 8][4];
     if (!copier)
-        for_frags<PK / 8>(
-            v0, 0, [&](int u, int e, int v, int k) { ds[u][e] = h.dht ? h.dht[k * PK + v] : 0.f; });
-    const int lane = threadIdx.x & 31;
+        for_frags<KH / 8>(
+            v0, k0, [&](int u, int e, int v, int k) { ds[u][e] = h.dht ? h.dht[k * PK + v] : 0.f; });
     if (copier) {
         db_issue(sm, g, h, hl, g.nch - 1);
         cp_commit();
@@ -144,19 +154,17 @@ __global__ void __launch_bounds__(32 * (W + 1), 1)
         const cws w = make_cws(g, PC, PK, PK, hl, c);
         const int L = chunk_rows(h, PC, c);
         const float *dO = h.dO + c * PC * h.vs;
-        /* dO at the lane's (v, token) positions, and G_last, G and gamma
-           of rows lane and lane + 32, loaded before the barrier; the
-           decays' expf waits for them after the first products */
-        float dof[PC / 8][4], gl = 0.f, ga = 0.f, gb = 0.f, gam0 = 0.f, gam1 = 0.f;
+        /* dO at the lane's (v, token) positions, and G_last and G, gamma
+           of token i0 + lane, loaded before the barrier; the decays' expf
+           waits for them after the first products */
+        float dof[TH / 8][4], gl = 0.f, gi = 0.f, gmi = 0.f;
         if (!copier) {
-            for_frags<PC / 8>(v0, 0, [&](int n, int e, int v, int i) {
+            for_frags<TH / 8>(v0, i0, [&](int n, int e, int v, int i) {
                 dof[n][e] = i < L ? dO[(int64_t)i * h.vs + v] : 0.f;
             });
             gl = w.G[L - 1];
-            ga = lane < L ? w.G[lane] : 0.f;
-            gb = lane + 32 < L ? w.G[lane + 32] : 0.f;
-            gam0 = lane < L ? w.gam[lane] : 0.f;
-            gam1 = lane + 32 < L ? w.gam[lane + 32] : 0.f;
+            gi = i0 + lane < L ? w.G[i0 + lane] : 0.f;
+            gmi = i0 + lane < L ? w.gam[i0 + lane] : 0.f;
         }
         __syncthreads(); /* chunk c's stage is in; chunk c + 1's is free */
         if (copier) {
@@ -167,44 +175,61 @@ __global__ void __launch_bounds__(32 * (W + 1), 1)
             continue;
         }
         const db_stage b = db_at(sm, c);
+        const int used = min(TH / 8, max(0, (L - i0 + 7) / 8)); /* n-tiles of tokens < L */
 
-        for_frags<PK / 8>(v0, 0, [&](int u, int e, int v, int k) { w.dS[k * PK + v] = ds[u][e]; });
-        /* dV'^T = s dO^T P + exp(G_last - G_i) (dS^T K^T), tV^T = dO^T diag(gamma) */
-        uint32_t fa[PK / 16][4];
-        acc_to_a(fa, ds);
-        float tv[PC / 8][4];
+        for_frags<KH / 8>(v0, k0, [&](int u, int e, int v, int k) { w.dS[k * PK + v] = ds[u][e]; });
+        /* dV'^T = s dO^T P + exp(G_last - G_i) (dS^T K^T), tV^T = dO^T diag(gamma),
+           for the warp's tokens */
+        uint32_t fa[DB_KS][4];
+        {
+            uint32_t own[DB_KS / 2][4];
+            acc_to_a(own, ds);
+            pair_trade(fa, own, xs, pair, hw);
+        }
+        float tv[TH / 8][4];
         zero_tiles(tv);
-        warp_mm_regs_f32b(tv, fa, PK, (L + 7) / 8,
-                          [&](int p, int j) { return b.K[j * DB_LDK + p]; });
-        uint32_t fo[PC / 16][4];
-        acc_to_a(fo, dof);
-        float dv[PC / 8][4];
+        warp_mm_regs_f32b(tv, fa, PK, used,
+                          [&](int p, int j) { return b.K[(i0 + j) * DB_LDK + p]; });
+        uint32_t fo[DB_KV][4];
+        {
+            uint32_t own[DB_KV / 2][4];
+            acc_to_a(own, dof);
+            pair_trade(fo, own, xo, pair, hw);
+        }
+        float dv[TH / 8][4];
         zero_tiles(dv);
-        warp_mm_regs_f32b(dv, fo, L, (L + 7) / 8,
-                          [&](int p, int j) { return b.P[p * DB_LDP + j]; });
-        const float gC = expf(gl), dec0 = lane < L ? expf(__fsub_rn(gl, ga)) : 0.f,
-                    dec1 = lane + 32 < L ? expf(__fsub_rn(gl, gb)) : 0.f;
-        for_frags<PC / 8>(v0, 0, [&](int n, int e, int v, int i) {
-            const float dec = row_value(dec0, dec1, n, e & 1), gm = row_value(gam0, gam1, n, e & 1);
+        warp_mm_regs_f32b(dv, fo, L, used, [&](int p, int j) { return b.P[p * DB_LDP + i0 + j]; });
+        const float gC = expf(gl), dec = i0 + lane < L ? expf(__fsub_rn(gl, gi)) : 0.f;
+        for_frags<TH / 8>(v0, i0, [&](int n, int e, int v, int i) {
+            const float dc = row_value(dec, dec, n, e & 1), gm = row_value(gmi, gmi, n, e & 1);
             float x = 0.f, y = 0.f;
             if (i < L) {
-                x = fmaf(dec, tv[n][e], __fmul_rn(sc, dv[n][e]));
+                x = fmaf(dc, tv[n][e], __fmul_rn(sc, dv[n][e]));
                 w.dVp[i * PK + v] = x;
                 y = __fmul_rn(gm, dof[n][e]);
             }
             dv[n][e] = x, tv[n][e] = y;
         });
-        /* dS^T <- s (tV^T Q) + gC dS^T - dV'^T W, two n-tiles at a time */
-        uint32_t ft[PC / 16][4], fv[PC / 16][4];
-        acc_to_a(ft, tv);
-        acc_to_a(fv, dv);
+        /* dS^T <- s (tV^T Q) + gC dS^T - dV'^T W for the warp's features,
+           two n-tiles at a time */
+        uint32_t ft[DB_KV][4], fv[DB_KV][4];
+        {
+            uint32_t ot[DB_KV / 2][4], ov[DB_KV / 2][4];
+            acc_to_a(ot, tv);
+            acc_to_a(ov, dv);
+            pair_put<DB_KV>(xt, ot, hw);
+            pair_put<DB_KV>(xv, ov, hw);
+            pair_sync(pair);
+            pair_get(ft, xt);
+            pair_get(fv, xv);
+        }
 #pragma unroll
-        for (int m = 0; m < PK / 8; m += 2) {
+        for (int m = 0; m < KH / 8; m += 2) {
             float q[2][4], x[2][4];
             zero_tiles(q);
             zero_tiles(x);
-            warp_mm_regs_add(q, ft, b.Qt + 8 * m * LDC, LDC, L, 2);
-            warp_mm_regs_add(x, fv, b.Wt + 8 * m * LDC, LDC, L, 2);
+            warp_mm_regs_add(q, ft, b.Qt + (k0 + 8 * m) * LDC, LDC, L, 2);
+            warp_mm_regs_add(x, fv, b.Wt + (k0 + 8 * m) * LDC, LDC, L, 2);
 #pragma unroll
             for (int r = 0; r < 2; r++)
 #pragma unroll
@@ -214,7 +239,8 @@ __global__ void __launch_bounds__(32 * (W + 1), 1)
         }
     }
     if (h.dh0 && !copier)
-        for_frags<PK / 8>(v0, 0, [&](int u, int e, int v, int k) { h.dh0[k * PK + v] = ds[u][e]; });
+        for_frags<KH / 8>(v0, k0,
+                          [&](int u, int e, int v, int k) { h.dh0[k * PK + v] = ds[u][e]; });
 }
 
 } // namespace ra_gpu
@@ -227,14 +253,14 @@ template <int W> static cudaError_t db_launch(const ra_gpu_gdn_args *a, const gr
 {
     using namespace ra_gpu;
     return launch_blocks(gdn_chunk_dstates_bf16_kernel<W>, (unsigned)(g->nh * (PK / (16 * W))),
-                         32 * (W + 1), DB_WORDS, g, a);
+                         32 * (2 * W + 1), db_words<W>(), g, a);
 }
 
-/* Two warps a block when that grid fits one wave, four otherwise: every
-   warp's chain per chunk is the same, and it ran faster with two
-   computing warps on its SM than with four (ncu, first bench shape, 64
-   blocks of four warps against 128 of two: 1.007 and 0.882 ms); with
-   more blocks than SMs, two warps would need a second wave. */
+/* Two pairs a block when that grid fits one wave, four otherwise: with
+   one warp per 16 columns, two a block ran faster than four at the first
+   bench shape (ncu, 64 blocks of four warps against 128 of two: 1.007
+   and 0.882 ms); with more blocks than SMs, two would need a second
+   wave. */
 cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
     int dev = 0, sms = 0;
@@ -248,5 +274,5 @@ cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const group 
 
 int64_t ra_gpu_gdn_chunk_dstates_bf16_bytes(void)
 {
-    return (int64_t)ra_gpu::DB_WORDS * (int64_t)sizeof(uint32_t);
+    return (int64_t)ra_gpu::db_words<4>() * (int64_t)sizeof(uint32_t);
 }

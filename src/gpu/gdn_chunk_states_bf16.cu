@@ -80,33 +80,6 @@ __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t 
     }
 }
 
-/* The two warps of pair p meet (named barrier p + 1; 0 is
-   __syncthreads'). */
-__device__ __forceinline__ void pair_sync(int p)
-{
-    asm volatile("bar.sync %0, 64;" ::"r"(p + 1) : "memory");
-}
-
-/* Trades a pair's A fragments: this warp's KS / 2 k-steps `own` go to
-   k-steps KS / 2 hw on of x, and all KS come back in k-step order.  x is
-   rewritten only after the pair's next meeting, which each warp reaches
-   after its reads. */
-template <int KS>
-__device__ __forceinline__ void pair_trade(uint32_t (&fa)[KS][4], const uint32_t (&own)[KS / 2][4],
-                                           uint4 *x, int p, int hw)
-{
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int q = 0; q < KS / 2; q++)
-        x[(KS / 2 * hw + q) * 32 + lane] = make_uint4(own[q][0], own[q][1], own[q][2], own[q][3]);
-    pair_sync(p);
-#pragma unroll
-    for (int q = 0; q < KS; q++) {
-        const uint4 y = x[q * 32 + lane];
-        fa[q][0] = y.x, fa[q][1] = y.y, fa[q][2] = y.z, fa[q][3] = y.w;
-    }
-}
-
 /* STAGES: 3 when the grid is one block per SM, 2 for two blocks per SM. */
 template <int STAGES>
 __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
