@@ -8,13 +8,17 @@
  * P) through the fp32 workspace and stage each product's panels again;
  * here each kernel stages its operands once in shared memory as the bf16
  * pair tiles of pair_tile.cuh and keeps the products in registers.  Only
- * what later kernels read goes to the workspace: prep writes G, gamma, W,
- * U and P in the forward, W and K^T as the pair tiles the states pass
+ * what later kernels read goes to the workspace: prep writes G, gamma and
+ * U in the forward, P as the output kernel's pair tile (cws::Pp; fp32 P
+ * when the backward's kernels read it), W and K^T as the pair tiles the states pass
  * reads (cws::Wp, cws::Ktp: 16 KB each to copy per chunk and column tile
- * instead of 32, and no conversion in its fragments), and A, T and the
- * pair tiles Q^T, W^T the dstates pass and grads (gdn_chunk_bwd_bf16.cu,
- * which forms Kb, Y, X and D itself) read too when the group runs the
- * backward (group::bwd); output writes o alone.
+ * instead of 32, and no conversion in its fragments; no kernel of the
+ * group reads W in fp32), and A, T and the pair tiles Q^T, W^T the
+ * dstates pass and grads (gdn_chunk_bwd_bf16.cu, which forms Kb, Y, X
+ * and D itself) read too when the group runs the backward (group::bwd);
+ * output copies P, S'^T and V'^T as prep and the states pass leave them
+ * in a forward group (cws::Pp, Stp, Vtp: 61 KB a chunk instead of 112 KB
+ * of fp32) and writes o alone.
  *
  * The arithmetic is that of the general kernels, so the bits are:
  *   - every elementwise value is the same fp32 operation (__fmul_rn,
@@ -101,18 +105,26 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
         warp_mm_pairs<8>(da, KBw + i0 * LDK, LDK, Kw, LDK, PK, used);
         warp_mm_pairs<8>(dp, Qw + i0 * LDK, LDK, Kw, LDK, PK, used);
 #pragma unroll
-        for (int u = 0; u < 8; u++)
+        for (int u = 0; u < 8; u++) {
+            float pm[4];
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int i = i0 + gq + 8 * (e >> 1), j = 8 * u + 2 * t + (e & 1);
                 const float dm = decay(G, L, i, j);
                 const float am = (i < L && j < i) ? __fmul_rn(da[u][e], dm) : 0.f;
                 r3[pairs_at<PC, LDA>(i, j)] = am;
-                if (i < L && j < L)
-                    w.P[i * PC + j] = j <= i ? __fmul_rn(dp[u][e], dm) : 0.f;
-                if (BWD)
+                pm[e] = (i < L && j <= i) ? __fmul_rn(dp[u][e], dm) : 0.f;
+                if (BWD) {
+                    if (i < L && j < L)
+                        w.P[i * PC + j] = pm[e];
                     w.A[i * PC + j] = am;
+                }
             }
+            if (!BWD) /* the output kernel's pair tile, every row and column */
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++)
+                    w.Pp[(i0 + gq + 8 * hh) * LDC + 4 * u + t] = bf16x2_rn(pm[2 * hh], pm[2 * hh + 1]);
+        }
     }
     __syncthreads();
 
@@ -145,11 +157,10 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
         stage_cols<PC, PK, NT>(w.Qtp, q, h.qs, L, same4); /* for the dstates pass */
     __syncthreads();
 
-    /* W = st(T Y), U = st(T X) over the L tokens */
+    /* W = st(T Y) (its pair tiles), U = st(T X) over the L tokens */
     const auto st_bf16 = [](int, int, float x) { return bf16_round(x); };
     float d[16][4];
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Yw, LDC, L, 16);
-    store_rows(w.W, PK, d, i0, 0, L, st_bf16);
     store_pairs<LDK>(w.Wp, d, i0, 0, L);
     if (BWD) /* for the dstates pass */
         store_pairs_t<LDC>(w.Wtp, d, i0, 0, L);
@@ -184,9 +195,9 @@ __global__ void __launch_bounds__(OUT_THREADS, OUT_BLOCKS)
     for (int i = threadIdx.x; i < PC; i += NT)
         gam[i] = i < L ? w.gam[i] : 0.f;
     stage_rows<PC, PK, NT>(Qw, h.q + t0 * h.qs, h.qs, L, PK, same4);
-    stage_cols<PK, PK, NT>(Sw, w.Sst, PK, PK, same4);
-    stage_rows<PC, PC, NT>(Pw, w.P, PC, L, L, same4);
-    stage_cols<PC, PK, NT>(Vw, w.Vp, PK, L, same4);
+    copy_pair_tile<PK, PK, NT>(Sw, w.Stp);
+    copy_pair_tile<PC, PC, NT>(Pw, w.Pp);
+    copy_pair_tile<PK, PC, NT>(Vw, w.Vtp);
     __syncthreads();
 
     /* o = (gamma * (Q S')) s + (P V') s, column half by column half of

@@ -4,8 +4,8 @@
  * gdn_chunk_states_kernel (gdn_chunk_pass.cu) for the group::wpairs
  * configuration.  There a block of 256 threads keeps a 16-column tile of
  * the state in shared memory and meets at six barriers per chunk.  Here
- * each warp runs the recursion on its own 16 columns, transposed, with
- * S^T (its columns as rows, the 128 features as columns) in mma
+ * a pair of warps runs the recursion on its own 16 columns, transposed,
+ * with S^T (its columns as rows, the 128 features as columns) in mma
  * accumulator tiles:
  *
  *   V'^T = U^T - S'^T W^T    A = S'^T: the accumulators rounded to bf16
@@ -15,9 +15,13 @@
  *                            B^T = K^T, the prep's pair tile cws::Ktp;
  *
  * (V'd: V' with row i decayed by exp(G_last - G_i)), so a chunk needs
- * nothing from the other warps.  The block's warps share only the staged
- * tiles of W and K^T, which a warp of their own copies (cp.async)
- * SB_STAGES - 1 chunks ahead; G is read from global memory.
+ * nothing from the other pairs.  S' and V' go to the workspace in fp32
+ * for the backward's kernels or, in a forward group, as the output
+ * kernel's pair tiles S'^T and V'^T (cws::Stp, cws::Vtp): S''s words
+ * are its A fragments', V''s are pairs of adjacent accumulators.  The
+ * block's pairs share only the staged tiles of W and K^T, which a warp
+ * of their own copies (cp.async) STAGES - 1 chunks ahead; G is read from
+ * global memory.
  *
  * Bits: every output element sees the same bf16 operand pairs, summed in
  * the same k-steps from the same start (zero for V', the decayed state
@@ -80,8 +84,12 @@ __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t 
     }
 }
 
-/* STAGES: 3 when the grid is one block per SM, 2 for two blocks per SM. */
-template <int STAGES>
+/* STAGES: 3 when the grid is one block per SM, 2 for two blocks per SM;
+   BWD: group::bwd, S' and V' in fp32 (else the output kernel's pair
+   tiles).  Both are template parameters: with the storage chosen at run
+   time, per element, the states pass took 0.401 ms instead of 0.315 in
+   the backward group at the first bench shape (ncu). */
+template <int STAGES, bool BWD>
 __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
     gdn_chunk_states_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
@@ -146,26 +154,39 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
         {
             uint32_t own[SB_KS / 2][4];
             acc_to_a(own, s);
-            for_frags<KH / 8>(v0, k0, [&](int uu, int e, int v, int k) {
-                const uint32_t x = own[uu / 2][(uu & 1) * 2 + (e >> 1)];
-                w.Sst[k * PK + v] = __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
-            });
+            if (BWD)
+                for_frags<KH / 8>(v0, k0, [&](int uu, int e, int v, int k) {
+                    const uint32_t x = own[uu / 2][(uu & 1) * 2 + (e >> 1)];
+                    w.Sst[k * PK + v] = __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
+                });
+            else /* the fragments' words are the pairs of S'^T along the features */
+                for_frags<KH / 8>(v0, k0, [&](int uu, int e, int v, int k) {
+                    if (!(e & 1))
+                        w.Stp[v * LDK + k / 2] = own[uu / 2][(uu & 1) * 2 + (e >> 1)];
+                });
             pair_trade(sa, own, xs, pair, hw);
         }
         /* V'^T = U^T - S'^T W^T for the warp's tokens below L */
         float p[TH / 8][4];
         zero_tiles(p);
         warp_mm_regs_add(p, sa, Wb + i0 * LDK, LDK, PK, min(TH / 8, max(0, (L - i0 + 7) / 8)));
+        float vt[TH / 8][4]; /* V', zero from row L */
         for_frags<TH / 8>(v0, i0, [&](int n, int e, int v, int i) {
             const float dc = row_value(dec, dec, n, e & 1);
-            float vd = 0.f;
+            float vp = 0.f;
             if (i < L) {
-                const float vp = __fsub_rn(u[n][e], p[n][e]);
-                w.Vp[i * PK + v] = vp;
-                vd = __fmul_rn(vp, dc);
+                vp = __fsub_rn(u[n][e], p[n][e]);
+                if (BWD)
+                    w.Vp[i * PK + v] = vp;
             }
-            p[n][e] = vd;
+            vt[n][e] = vp;
+            p[n][e] = __fmul_rn(vp, dc);
         });
+        if (!BWD) /* V'^T's pairs along the tokens */
+            for_frags<TH / 8>(v0, i0, [&](int n, int e, int v, int i) {
+                if (!(e & 1))
+                    w.Vtp[v * LDC + i / 2] = bf16x2_rn(vt[n][e], vt[n][e + 1]);
+            });
         if (c + 1 < g.nch)
             load_chunk(c + 1);
         /* S^T = gC S^T + V'd^T K over the first L tokens, for the warp's
@@ -192,22 +213,27 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
 
 using ra_gpu::group;
 
+template <int STAGES> static cudaError_t sb_launch(const ra_gpu_gdn_args *a, const group *g)
+{
+    using namespace ra_gpu;
+    const unsigned blocks = (unsigned)(g->nh * (PK / SB_COLS));
+    return g->bwd ? launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, true>, blocks, SB_THREADS,
+                                  sb_words<STAGES>(), g, a)
+                  : launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, false>, blocks,
+                                  SB_THREADS, sb_words<STAGES>(), g, a);
+}
+
 /* Three stages when the grid fits one block per SM, else two, so that
    two blocks fit an SM. */
 cudaError_t ra_gpu_gdn_chunk_states_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
-    using namespace ra_gpu;
     int dev = 0, sms = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess)
         return e;
-    const unsigned blocks = (unsigned)(g->nh * (PK / SB_COLS));
-    return blocks <= (unsigned)sms ? launch_blocks(gdn_chunk_states_bf16_kernel<3>, blocks,
-                                                   SB_THREADS, sb_words<3>(), g, a)
-                                   : launch_blocks(gdn_chunk_states_bf16_kernel<2>, blocks,
-                                                   SB_THREADS, sb_words<2>(), g, a);
+    return g->nh * (ra_gpu::PK / ra_gpu::SB_COLS) <= sms ? sb_launch<3>(a, g) : sb_launch<2>(a, g);
 }
 
 int64_t ra_gpu_gdn_chunk_states_bf16_bytes(void)
