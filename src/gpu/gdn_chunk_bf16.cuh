@@ -41,6 +41,18 @@ cudaError_t launch_blocks(KER kernel, unsigned blocks, int threads, int words, c
     return cudaGetLastError();
 }
 
+/* one: `blocks` blocks fit one per SM of the current device (the passes
+   size their blocks by it). */
+inline cudaError_t fits_one_wave(int64_t blocks, bool &one)
+{
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    one = blocks <= sms;
+    return e;
+}
+
 /* The same over the group's (head, chunk) blocks. */
 template <typename KER, typename A, typename G>
 cudaError_t launch_smem(KER kernel, int threads, int words, const G *g, const A *a)

@@ -143,8 +143,9 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
     /* dS^T, element (v, k) of cotangent row k, column v, in ds[(k - k0) / 8] */
     float ds[KH / 8][4];
     if (!copier)
-        for_frags<KH / 8>(
-            v0, k0, [&](int u, int e, int v, int k) { ds[u][e] = h.dht ? h.dht[k * PK + v] : 0.f; });
+        for_frags<KH / 8>(v0, k0, [&](int u, int e, int v, int k) {
+            ds[u][e] = h.dht ? h.dht[k * PK + v] : 0.f;
+        });
     if (copier) {
         db_issue(sm, g, h, hl, g.nch - 1);
         cp_commit();
@@ -263,13 +264,11 @@ template <int W> static cudaError_t db_launch(const ra_gpu_gdn_args *a, const gr
    wave. */
 cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
-    int dev = 0, sms = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    bool one = false;
+    const cudaError_t e = ra_gpu::fits_one_wave(g->nh * (ra_gpu::PK / 32), one);
     if (e != cudaSuccess)
         return e;
-    return g->nh * (ra_gpu::PK / 32) <= sms ? db_launch<2>(a, g) : db_launch<4>(a, g);
+    return one ? db_launch<2>(a, g) : db_launch<4>(a, g);
 }
 
 int64_t ra_gpu_gdn_chunk_dstates_bf16_bytes(void)

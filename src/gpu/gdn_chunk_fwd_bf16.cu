@@ -10,12 +10,13 @@
  * pair tiles of pair_tile.cuh and keeps the products in registers.  Only
  * what later kernels read goes to the workspace: prep writes G, gamma and
  * U in the forward, P as the output kernel's pair tile (cws::Pp; fp32 P
- * when the backward's kernels read it), W and K^T as the pair tiles the states pass
- * reads (cws::Wp, cws::Ktp: 16 KB each to copy per chunk and column tile
- * instead of 32, and no conversion in its fragments; no kernel of the
- * group reads W in fp32), and A, T and the pair tiles Q^T, W^T the
- * dstates pass and grads (gdn_chunk_bwd_bf16.cu, which forms Kb, Y, X
- * and D itself) read too when the group runs the backward (group::bwd);
+ * when the backward's kernels read it), W and K^T as the pair tiles the
+ * states pass reads (cws::Wp, cws::Ktp: 16 KB each to copy per chunk and
+ * column tile instead of 32, and no conversion in its fragments; no
+ * kernel of the group reads W in fp32), and A, T and the pair tiles
+ * Q^T, W^T the dstates pass and grads (gdn_chunk_bwd_bf16.cu, which forms
+ * Kb, Y, X and D itself) read too when the group runs the backward
+ * (group::bwd);
  * output copies P, S'^T and V'^T as prep and the states pass leave them
  * in a forward group (cws::Pp, Stp, Vtp: 61 KB a chunk instead of 112 KB
  * of fp32) and writes o alone.
@@ -123,7 +124,8 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
             if (!BWD) /* the output kernel's pair tile, every row and column */
 #pragma unroll
                 for (int hh = 0; hh < 2; hh++)
-                    w.Pp[(i0 + gq + 8 * hh) * LDC + 4 * u + t] = bf16x2_rn(pm[2 * hh], pm[2 * hh + 1]);
+                    w.Pp[(i0 + gq + 8 * hh) * LDC + 4 * u + t] =
+                        bf16x2_rn(pm[2 * hh], pm[2 * hh + 1]);
         }
     }
     __syncthreads();

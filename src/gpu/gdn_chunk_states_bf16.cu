@@ -219,21 +219,19 @@ template <int STAGES> static cudaError_t sb_launch(const ra_gpu_gdn_args *a, con
     const unsigned blocks = (unsigned)(g->nh * (PK / SB_COLS));
     return g->bwd ? launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, true>, blocks, SB_THREADS,
                                   sb_words<STAGES>(), g, a)
-                  : launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, false>, blocks,
-                                  SB_THREADS, sb_words<STAGES>(), g, a);
+                  : launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, false>, blocks, SB_THREADS,
+                                  sb_words<STAGES>(), g, a);
 }
 
 /* Three stages when the grid fits one block per SM, else two, so that
    two blocks fit an SM. */
 cudaError_t ra_gpu_gdn_chunk_states_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
-    int dev = 0, sms = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    bool one = false;
+    const cudaError_t e = ra_gpu::fits_one_wave(g->nh * (ra_gpu::PK / ra_gpu::SB_COLS), one);
     if (e != cudaSuccess)
         return e;
-    return g->nh * (ra_gpu::PK / ra_gpu::SB_COLS) <= sms ? sb_launch<3>(a, g) : sb_launch<2>(a, g);
+    return one ? sb_launch<3>(a, g) : sb_launch<2>(a, g);
 }
 
 int64_t ra_gpu_gdn_chunk_states_bf16_bytes(void)

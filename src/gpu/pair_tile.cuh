@@ -180,8 +180,8 @@ __device__ __forceinline__ unsigned bt_lane_row(const uint32_t *b, int ldb)
    shared-memory instructions of word loads, whose MIO throttle was 16.7%
    of the bf16 gradients kernel's stall samples, ncu). */
 template <int NT>
-__device__ __forceinline__ void mma_ntiles(float (&d)[NT][4], const uint32_t (&fa)[4],
-                                           unsigned br, int ldb, int used)
+__device__ __forceinline__ void mma_ntiles(float (&d)[NT][4], const uint32_t (&fa)[4], unsigned br,
+                                           int ldb, int used)
 {
 #pragma unroll
     for (int u = 0; u < NT; u += 2) {
