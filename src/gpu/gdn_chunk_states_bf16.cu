@@ -87,8 +87,9 @@ __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t 
 /* STAGES: 3 when the grid is one block per SM, 2 for two blocks per SM;
    BWD: group::bwd, S' and V' in fp32 (else the output kernel's pair
    tiles).  Both are template parameters: with the storage chosen at run
-   time, per element, the states pass took 0.401 ms instead of 0.315 in
-   the backward group at the first bench shape (ncu). */
+   time, per element, the backward group's states pass took 0.408 ms at
+   the first bench shape, against 0.317 as a template parameter (ncu,
+   one call). */
 template <int STAGES, bool BWD>
 __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
     gdn_chunk_states_bf16_kernel(const ra_gpu_gdn_args a, const group g)
