@@ -60,6 +60,13 @@ cudaError_t launch_smem(KER kernel, int threads, int words, const G *g, const A 
     return launch_blocks(kernel, (unsigned)(g->nh * g->nch), threads, words, g, a);
 }
 
+/* The n-tiles (of 8 tokens) holding tokens below L among the 32 tokens
+   i0 .. i0 + 31 of a pair's warp. */
+__device__ __forceinline__ int half_ntiles(int L, int i0)
+{
+    return min(4, max(0, (L - i0 + 7) / 8));
+}
+
 /* The two warps of pair p of a block meet (named barrier p + 1; 0 is
    __syncthreads'). */
 __device__ __forceinline__ void pair_sync(int p)

@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
             continue;
         }
         const db_stage b = db_at(sm, c);
-        const int used = min(TH / 8, max(0, (L - i0 + 7) / 8)); /* n-tiles of tokens < L */
+        const int used = half_ntiles(L, i0);
 
         for_frags<KH / 8>(v0, k0, [&](int u, int e, int v, int k) { w.dS[k * PK + v] = ds[u][e]; });
         /* dV'^T = s dO^T P + exp(G_last - G_i) (dS^T K^T), tV^T = dO^T diag(gamma),

@@ -16,10 +16,9 @@
  * kernel of the group reads W in fp32), and A, T and the pair tiles
  * Q^T, W^T the dstates pass and grads (gdn_chunk_bwd_bf16.cu, which forms
  * Kb, Y, X and D itself) read too when the group runs the backward
- * (group::bwd);
- * output copies P, S'^T and V'^T as prep and the states pass leave them
- * in a forward group (cws::Pp, Stp, Vtp: 61 KB a chunk instead of 112 KB
- * of fp32) and writes o alone.
+ * (group::bwd); output copies P, S'^T and V'^T as prep and the states
+ * pass leave them in a forward group (cws::Pp, Stp, Vtp: 61 KB a chunk
+ * instead of 112 KB of fp32) and writes o alone.
  *
  * The arithmetic is that of the general kernels, so the bits are:
  *   - every elementwise value is the same fp32 operation (__fmul_rn,

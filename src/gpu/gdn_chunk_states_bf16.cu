@@ -66,7 +66,6 @@ __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t 
 {
     const cws w = make_cws(g, PC, PK, PK, hl, c);
     const int lane = threadIdx.x & 31;
-    uint32_t *Wb = buf;
     const unsigned ws = smem_addr(buf), ks = ws + 4u * SB_W;
     constexpr int WQ = PK / 8, KQ = PC / 8; /* 16-byte copies a row */
 #pragma unroll 4
@@ -75,7 +74,7 @@ __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t 
         if (r < L)
             cp_async16_s(ws + 4u * (r * LDK + x), w.Wp + r * LDK + x);
         else
-            *reinterpret_cast<uint4 *>(Wb + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
+            *reinterpret_cast<uint4 *>(buf + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
     }
 #pragma unroll 4
     for (int e = lane; e < PK * KQ; e += 32) {
@@ -170,7 +169,7 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
         /* V'^T = U^T - S'^T W^T for the warp's tokens below L */
         float p[TH / 8][4];
         zero_tiles(p);
-        warp_mm_regs_add(p, sa, Wb + i0 * LDK, LDK, PK, min(TH / 8, max(0, (L - i0 + 7) / 8)));
+        warp_mm_regs_add(p, sa, Wb + i0 * LDK, LDK, PK, half_ntiles(L, i0));
         float vt[TH / 8][4]; /* V', zero from row L */
         for_frags<TH / 8>(v0, i0, [&](int n, int e, int v, int i) {
             const float dc = row_value(dec, dec, n, e & 1);
