@@ -17,8 +17,9 @@
  * Q^T, W^T the dstates pass and grads (gdn_chunk_bwd_bf16.cu, which forms
  * Kb, Y, X and D itself) read too when the group runs the backward
  * (group::bwd); output copies P, S'^T and V'^T as prep and the states
- * pass leave them in a forward group (cws::Pp, Stp, Vtp: 61 KB a chunk
- * instead of 112 KB of fp32) and writes o alone.
+ * pass leave them in a forward group (cws::Pp, the pair tile; Stp, Vtp,
+ * fragment tiles: 57 KB a chunk instead of 112 KB of fp32) and writes o
+ * alone.
  *
  * The arithmetic is that of the general kernels, so the bits are:
  *   - every elementwise value is the same fp32 operation (__fmul_rn,
@@ -171,21 +172,23 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
 }
 
 /* output: 256 threads; warp w owns rows 16 (w % 4) and the value columns
-   64 (w / 4) of o.  Shared memory (80 KB, two blocks per SM): Q along
-   the features, S'^T along the state rows (for Q S'), P along the tokens
-   and V'^T along the tokens (for P V'), gamma.  The three pair tiles come
-   by cp.async, all in flight while the block stages Q: copied through
-   registers eight loads at a time, their stores' waits for the loads
-   were a quarter of the kernel's stall samples (ncu). */
+   64 (w / 4) of o.  Shared memory (74 KB, two blocks per SM): Q along
+   the features, S'^T as the states pass leaves it (a fragment tile over
+   the state rows, for Q S'), P along the tokens and V'^T (a fragment tile
+   over the tokens, for P V'), gamma.  The three tiles come by cp.async,
+   all in flight while the block stages Q: copied through registers eight
+   loads at a time, their stores' waits for the loads were a quarter of
+   the kernel's stall samples (ncu). */
 constexpr int OUT_THREADS = 256, OUT_BLOCKS = 2;
-constexpr int OUT_WORDS = PC * LDK + PK * LDK + PC * LDC + PK * LDC + PC;
+constexpr int OUT_SF = PK * PK / 2, OUT_VF = PK * PC / 2; /* the fragment tiles' words */
+constexpr int OUT_WORDS = PC * LDK + OUT_SF + PC * LDC + OUT_VF + PC;
 
 __global__ void __launch_bounds__(OUT_THREADS, OUT_BLOCKS)
     gdn_chunk_output_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
     extern __shared__ __align__(16) uint32_t sm[];
-    uint32_t *Qw = sm, *Sw = Qw + PC * LDK, *Pw = Sw + PK * LDK, *Vw = Pw + PC * LDC;
-    float *gam = reinterpret_cast<float *>(Vw + PK * LDC);
+    uint32_t *Qw = sm, *Sf = Qw + PC * LDK, *Pw = Sf + OUT_SF, *Vf = Pw + PC * LDC;
+    float *gam = reinterpret_cast<float *>(Vf + OUT_VF);
     constexpr int NT = OUT_THREADS;
 
     int64_t hl, c;
@@ -198,11 +201,12 @@ __global__ void __launch_bounds__(OUT_THREADS, OUT_BLOCKS)
     const float s = h.scale;
 
     {
-        constexpr int RS = PK / (NT / 32), RP = PC / (NT / 32); /* a warp's rows */
-        const int r0 = (threadIdx.x >> 5) * RS, p0 = (threadIdx.x >> 5) * RP;
-        warp_copy_rows<RS, PK / 8, LDK>(Sw + r0 * LDK, w.Stp + r0 * LDK, LDK);
-        warp_copy_rows<RP, PC / 8, LDC>(Pw + p0 * LDC, w.Pp + p0 * LDC, LDC);
-        warp_copy_rows<RS, PC / 8, LDC>(Vw + r0 * LDC, w.Vtp + r0 * LDC, LDC);
+        /* a warp's share: rows of P, 512-byte runs of the fragment tiles */
+        constexpr int RP = PC / (NT / 32), RS = OUT_SF / 128 / (NT / 32),
+                      RV = OUT_VF / 128 / (NT / 32);
+        warp_copy_rows<RS, 32, 128>(Sf + warp * RS * 128, w.Stp + warp * RS * 128, 128);
+        warp_copy_rows<RP, PC / 8, LDC>(Pw + warp * RP * LDC, w.Pp + warp * RP * LDC, LDC);
+        warp_copy_rows<RV, 32, 128>(Vf + warp * RV * 128, w.Vtp + warp * RV * 128, 128);
         cp_commit();
     }
     for (int i = threadIdx.x; i < PC; i += NT)
@@ -217,8 +221,10 @@ __global__ void __launch_bounds__(OUT_THREADS, OUT_BLOCKS)
 #pragma unroll 1
     for (int jh = j0; jh < j0 + 64; jh += 32) {
         float qs[4][4], pv[4][4];
-        warp_mm_pairs<4>(qs, Qw + i0 * LDK, LDK, Sw + jh * LDK, LDK, PK, 4);
-        warp_mm_pairs<4>(pv, Pw + i0 * LDC, LDC, Vw + jh * LDC, LDC, L, 4);
+        const uint4 *sf = reinterpret_cast<const uint4 *>(Sf) + jh / 16 * (PK / 16) * 32,
+                    *vf = reinterpret_cast<const uint4 *>(Vf) + jh / 16 * (PC / 16) * 32;
+        warp_mm_frags<4, PK / 16>(qs, Qw + i0 * LDK, LDK, sf, PK);
+        warp_mm_frags<4, PC / 16>(pv, Pw + i0 * LDC, LDC, vf, L);
         const int g8 = (threadIdx.x & 31) >> 2;
 #pragma unroll
         for (int u = 0; u < 4; u++)

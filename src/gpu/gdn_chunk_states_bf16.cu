@@ -17,8 +17,13 @@
  * (V'd: V' with row i decayed by exp(G_last - G_i)), so a chunk needs
  * nothing from the other pairs.  S' and V' go to the workspace in fp32
  * for the backward's kernels or, in a forward group, as the output
- * kernel's pair tiles S'^T and V'^T (cws::Stp, cws::Vtp): S''s words
- * are its A fragments', V''s are pairs of adjacent accumulators.  The
+ * kernel's fragment tiles S'^T and V'^T (cws::Stp, cws::Vtp; pair_tile.cuh):
+ * their A fragments, a warp's k-step in one 512-byte store.  As pair tiles
+ * (rows of words along the features or tokens) they took 24 scattered
+ * 4-byte stores a lane and chunk, and the next chunk's first instruction
+ * waited on registers those stores and the U loads behind them still
+ * held (17% of the pass's stall samples, ncu); as fragment tiles the
+ * pass takes 0.273 ms at the first bench shape, against 0.347.  The
  * block's pairs share only the staged tiles of W and K^T, which a warp
  * of their own copies (cp.async) STAGES - 1 chunks ahead; G is read from
  * global memory.
@@ -159,11 +164,9 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
                     const uint32_t x = own[uu / 2][(uu & 1) * 2 + (e >> 1)];
                     w.Sst[k * PK + v] = __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
                 });
-            else /* the fragments' words are the pairs of S'^T along the features */
-                for_frags<KH / 8>(v0, k0, [&](int uu, int e, int v, int k) {
-                    if (!(e & 1))
-                        w.Stp[v * LDK + k / 2] = own[uu / 2][(uu & 1) * 2 + (e >> 1)];
-                });
+            else /* this warp's k-steps of S'^T as the output's fragment tile */
+                store_frags(reinterpret_cast<uint4 *>(w.Stp) + v0 / 16 * SB_KS * 32, SB_KS / 2 * hw,
+                            own);
             pair_trade(sa, own, xs, pair, hw);
         }
         /* V'^T = U^T - S'^T W^T for the warp's tokens below L */
@@ -182,11 +185,11 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
             vt[n][e] = vp;
             p[n][e] = __fmul_rn(vp, dc);
         });
-        if (!BWD) /* V'^T's pairs along the tokens */
-            for_frags<TH / 8>(v0, i0, [&](int n, int e, int v, int i) {
-                if (!(e & 1))
-                    w.Vtp[v * LDC + i / 2] = bf16x2_rn(vt[n][e], vt[n][e + 1]);
-            });
+        if (!BWD) { /* this warp's k-steps of V'^T (tokens) as the output's fragment tile */
+            uint32_t vf[TH / 16][4];
+            acc_to_a(vf, vt);
+            store_frags(reinterpret_cast<uint4 *>(w.Vtp) + v0 / 16 * SB_KV * 32, TH / 16 * hw, vf);
+        }
         if (c + 1 < g.nch)
             load_chunk(c + 1);
         /* S^T = gC S^T + V'd^T K over the first L tokens, for the warp's

@@ -260,6 +260,49 @@ template <int NT> __device__ __forceinline__ void zero_tiles(float (&d)[NT][4])
         d[n][0] = d[n][1] = d[n][2] = d[n][3] = 0.f;
 }
 
+/* Fragment tiles: a matrix of 16-row tiles held as its mma A fragments
+   (acc_to_a's words), tile r's k-step s at uint4s (r KS + s) 32, a uint4
+   a lane, so that a warp stores a k-step with one 512-byte store.  Read
+   back (warp_mm_frags) as the B fragments of a product with the matrix
+   as B^T: a tile's rows g and g + 8 are two n-tiles' columns.  The
+   warp's fragments fa[q] go to k-steps s0 + q of its tile at dst. */
+template <int N>
+__device__ __forceinline__ void store_frags(uint4 *dst, int s0, const uint32_t (&fa)[N][4])
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int q = 0; q < N; q++)
+        dst[(s0 + q) * 32 + lane] = make_uint4(fa[q][0], fa[q][1], fa[q][2], fa[q][3]);
+}
+
+/* warp_mm_pairs with B^T a fragment tile in shared memory (b: its first
+   16-row tile, KS k-steps a tile): d[2j], d[2j + 1] from tile j's rows
+   g and g + 8, over the k-steps while 16 s < kc.  The same operands in
+   the same k-steps as warp_mm_pairs over B^T's pair tile, so its bits. */
+template <int NT, int KS>
+__device__ __forceinline__ void warp_mm_frags(float (&d)[NT][4], const uint32_t *a, int lda,
+                                              const uint4 *b, int kc)
+{
+    static_assert(NT % 2 == 0, "whole tiles");
+    const int lane = threadIdx.x & 31, lr = lane & 7;
+    const unsigned ar = smem_addr(a + (lr + 8 * ((lane >> 3) & 1)) * lda + 4 * (lane >> 4));
+    zero_tiles(d);
+#pragma unroll
+    for (int s = 0; s < KS; s++) {
+        if (16 * s >= kc)
+            break;
+        uint32_t fa[4];
+        ldmatrix_x4(fa, ar + (unsigned)(32 * s)); /* 8 s words */
+#pragma unroll
+        for (int j = 0; j < NT / 2; j++) {
+            const uint4 x = b[(j * KS + s) * 32 + lane];
+            const uint32_t f0[2] = {x.x, x.z}, f1[2] = {x.y, x.w};
+            mma_bf16(d[2 * j], fa, f0);
+            mma_bf16(d[2 * j + 1], fa, f1);
+        }
+    }
+}
+
 /* warp_mm_pairs_add from zero (the first `used` n-tiles; the rest stay
    zero). */
 template <int NT>
