@@ -163,6 +163,15 @@ __device__ __forceinline__ void stage_cols(uint32_t *dst, const float *x, int ld
 
 __device__ __forceinline__ float4 same4(int, float4 v) { return v; }
 
+/* This lane's row address in a warp's 16 rows of A (pair tile, lda words
+   a row) for an ldmatrix x4 of A's fragment, as a shared-space address:
+   matrix j = lane / 8 is rows 8 (j % 2), words 4 (j / 2) on. */
+__device__ __forceinline__ unsigned a_lane_row(const uint32_t *a, int lda)
+{
+    const int lane = threadIdx.x & 31;
+    return smem_addr(a + ((lane & 7) + 8 * ((lane >> 3) & 1)) * lda + 4 * (lane >> 4));
+}
+
 /* This lane's row address in B^T (pair tile, ldb words a row) for
    mma_ntiles, as a shared-space address: two n-tiles u, u + 1 to an
    ldmatrix x4, matrix j = lane / 8 being rows 8u + 8 (j / 2), words
@@ -211,10 +220,7 @@ template <int NT>
 __device__ __forceinline__ void warp_mm_pairs_add(float (&d)[NT][4], const uint32_t *a, int lda,
                                                   const uint32_t *b, int ldb, int kc, int used)
 {
-    const int lane = threadIdx.x & 31, lr = lane & 7;
-    /* A: matrix j = lane / 8 is rows 8 (j % 2), words 4 (j / 2) on */
-    const unsigned ar = smem_addr(a + (lr + 8 * ((lane >> 3) & 1)) * lda + 4 * (lane >> 4));
-    const unsigned br = bt_lane_row(b, ldb);
+    const unsigned ar = a_lane_row(a, lda), br = bt_lane_row(b, ldb);
     for (int k0 = 0; k0 < kc; k0 += 16) {
         uint32_t fa[4];
         ldmatrix_x4(fa, ar + (unsigned)(2 * k0)); /* k0 / 2 words */
@@ -284,8 +290,8 @@ __device__ __forceinline__ void warp_mm_frags(float (&d)[NT][4], const uint32_t 
                                               const uint4 *b, int kc)
 {
     static_assert(NT % 2 == 0, "whole tiles");
-    const int lane = threadIdx.x & 31, lr = lane & 7;
-    const unsigned ar = smem_addr(a + (lr + 8 * ((lane >> 3) & 1)) * lda + 4 * (lane >> 4));
+    const int lane = threadIdx.x & 31;
+    const unsigned ar = a_lane_row(a, lda);
     zero_tiles(d);
 #pragma unroll
     for (int s = 0; s < KS; s++) {
