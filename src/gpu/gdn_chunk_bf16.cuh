@@ -76,17 +76,14 @@ __device__ __forceinline__ void pair_sync(int p)
 
 /* A pair of warps trades A fragments of KS k-steps, warp hw (0, 1)
    holding k-steps KS / 2 hw .. KS / 2 hw + KS / 2 - 1 (`own`):
-   pair_put writes them to x (KS uint4 a lane), and after pair_sync
-   pair_get reads all KS in k-step order.  A buffer is written again only
-   after the pair's next meeting, which each warp reaches after its
-   reads. */
+   pair_put writes them to x (a fragment tile of KS k-steps), and after
+   pair_sync pair_get reads all KS in k-step order.  A buffer is written
+   again only after the pair's next meeting, which each warp reaches
+   after its reads. */
 template <int KS>
 __device__ __forceinline__ void pair_put(uint4 *x, const uint32_t (&own)[KS / 2][4], int hw)
 {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int q = 0; q < KS / 2; q++)
-        x[(KS / 2 * hw + q) * 32 + lane] = make_uint4(own[q][0], own[q][1], own[q][2], own[q][3]);
+    store_frags(x, KS / 2 * hw, own);
 }
 
 template <int KS> __device__ __forceinline__ void pair_get(uint32_t (&fa)[KS][4], const uint4 *x)
