@@ -221,8 +221,8 @@ __global__ void __launch_bounds__(OUT_THREADS, OUT_BLOCKS)
 #pragma unroll 1
     for (int jh = j0; jh < j0 + 64; jh += 32) {
         float qs[4][4], pv[4][4];
-        const uint4 *sf = reinterpret_cast<const uint4 *>(Sf) + jh / 16 * (PK / 16) * 32,
-                    *vf = reinterpret_cast<const uint4 *>(Vf) + jh / 16 * (PC / 16) * 32;
+        const uint4 *sf = frag_tile<PK / 16>(reinterpret_cast<const uint4 *>(Sf), jh),
+                    *vf = frag_tile<PC / 16>(reinterpret_cast<const uint4 *>(Vf), jh);
         warp_mm_frags<4, PK / 16>(qs, Qw + i0 * LDK, LDK, sf, PK);
         warp_mm_frags<4, PC / 16>(pv, Pw + i0 * LDC, LDC, vf, L);
         const int g8 = (threadIdx.x & 31) >> 2;

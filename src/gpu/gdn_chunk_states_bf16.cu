@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
                     w.Sst[k * PK + v] = __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
                 });
             else /* this warp's k-steps of S'^T as the output's fragment tile */
-                store_frags(reinterpret_cast<uint4 *>(w.Stp) + v0 / 16 * SB_KS * 32, SB_KS / 2 * hw,
+                store_frags(frag_tile<SB_KS>(reinterpret_cast<uint4 *>(w.Stp), v0), SB_KS / 2 * hw,
                             own);
             pair_trade(sa, own, xs, pair, hw);
         }
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
         if (!BWD) { /* this warp's k-steps of V'^T (tokens) as the output's fragment tile */
             uint32_t vf[TH / 16][4];
             acc_to_a(vf, vt);
-            store_frags(reinterpret_cast<uint4 *>(w.Vtp) + v0 / 16 * SB_KV * 32, TH / 16 * hw, vf);
+            store_frags(frag_tile<SB_KV>(reinterpret_cast<uint4 *>(w.Vtp), v0), TH / 16 * hw, vf);
         }
         if (c + 1 < g.nch)
             load_chunk(c + 1);

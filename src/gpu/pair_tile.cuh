@@ -270,8 +270,15 @@ template <int NT> __device__ __forceinline__ void zero_tiles(float (&d)[NT][4])
    (acc_to_a's words), tile r's k-step s at uint4s (r KS + s) 32, a uint4
    a lane, so that a warp stores a k-step with one 512-byte store.  Read
    back (warp_mm_frags) as the B fragments of a product with the matrix
-   as B^T: a tile's rows g and g + 8 are two n-tiles' columns.  The
-   warp's fragments fa[q] go to k-steps s0 + q of its tile at dst. */
+   as B^T: a tile's rows g and g + 8 are two n-tiles' columns.
+   frag_tile: the tile holding rows r0 .. r0 + 15 (r0 a multiple of 16);
+   store_frags: the warp's fragments fa[q] to k-steps s0 + q of the tile
+   at dst. */
+template <int KS, typename U> __device__ __forceinline__ U *frag_tile(U *base, int r0)
+{
+    return base + r0 / 16 * KS * 32;
+}
+
 template <int N>
 __device__ __forceinline__ void store_frags(uint4 *dst, int s0, const uint32_t (&fa)[N][4])
 {
