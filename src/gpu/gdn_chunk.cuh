@@ -77,9 +77,10 @@ struct head {
     int64_t T;
     int K, V;
     float scale;
-    const float *q, *k;    /* token stride qs = Hk*K */
-    const float *v;        /* token stride vs = Hv*V */
-    const float *g, *beta; /* token stride gs = Hv */
+    const float *q, *k;           /* token stride qs = Hk*K */
+    const float *v;               /* token stride vs = Hv*V */
+    const uint16_t *qb, *kb, *vb; /* their stored bf16 (args::qb), or NULL */
+    const float *g, *beta;        /* token stride gs = Hv */
     const float *h0, *dO, *dht;
     float *o, *ht;
     float *dq, *dk; /* token stride ks = Hv*K (per value head) */
@@ -109,6 +110,8 @@ template <int FIX = FIX_ANY> __device__ inline head make_head(const ra_gpu_gdn_a
     const int64_t qk0 = b * s.T * h.qs + hk * s.K, v0 = b * s.T * h.vs + hv * s.V,
                   g0 = b * s.T * h.gs + hv, k0 = b * s.T * h.ks + hv * s.K, st0 = bh * s.K * s.V;
     h.q = a.q + qk0, h.k = a.k + qk0, h.v = a.v + v0, h.g = a.g + g0, h.beta = a.beta + g0;
+    h.qb = a.qb ? a.qb + qk0 : nullptr, h.kb = a.kb ? a.kb + qk0 : nullptr;
+    h.vb = a.vb ? a.vb + v0 : nullptr;
     h.h0 = a.h0 ? a.h0 + st0 : nullptr;
     h.dO = a.do_ ? a.do_ + v0 : nullptr;
     h.dht = a.dht ? a.dht + st0 : nullptr;

@@ -15,9 +15,11 @@
  */
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
+#include "gpu/gdn_cuda_cxx.h"
 #include "gpu/pair_tile.cuh"
 
 namespace ra_gpu
@@ -58,6 +60,26 @@ template <typename KER, typename A, typename G>
 cudaError_t launch_smem(KER kernel, int threads, int words, const G *g, const A *a)
 {
     return launch_blocks(kernel, (unsigned)(g->nh * g->nch), threads, words, g, a);
+}
+
+/* The array a kernel reading inputs as IN stages from: float, the
+   widened fp32 array; uint16_t, the case's stored bf16 (args::qb), the
+   same values in half the bytes. */
+template <typename IN>
+__device__ __forceinline__ const IN *stored(const float *f32, const uint16_t *bf16)
+{
+    if constexpr (std::is_same<IN, float>::value)
+        return f32;
+    else
+        return bf16;
+}
+
+/* Whether the bf16 kernels read q, k and v as stored: the case stores
+   them in bf16 (args::qb), 8-byte aligned for their four-element loads. */
+inline bool reads_stored_bf16(const ra_gpu_gdn_args *a)
+{
+    auto al8 = [](const void *p) { return p && (reinterpret_cast<uintptr_t>(p) & 7) == 0; };
+    return al8(a->qb) && al8(a->kb) && al8(a->vb);
 }
 
 /* The n-tiles (of 8 tokens) holding tokens below L among the 32 tokens

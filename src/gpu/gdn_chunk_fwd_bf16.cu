@@ -53,8 +53,9 @@ static_assert(PC * LDC + 2 * PK * LDC <= PREP_R1, "T, Y^T and X^T fit r1");
 static_assert(PREP_VEC % 2 == 0, "8-byte aligned pair tiles (put_row_pairs)");
 
 /* BWD: the group runs the backward (group::bwd), a kernel of its own so
-   that the forward's carries none of the backward's code. */
-template <bool BWD>
+   that the forward's carries none of the backward's code; IN: float or
+   uint16_t, q, k and v read widened or as stored (stored()). */
+template <bool BWD, typename IN>
 __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     gdn_chunk_prep_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
@@ -71,8 +72,9 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     const cws w = make_cws(g, PC, PK, PK, hl, c);
     const int L = chunk_rows(h, PC, c), warp = threadIdx.x >> 5, i0 = 16 * warp;
     const int64_t t0 = c * PC;
-    const float *k = h.k + t0 * h.qs, *q = h.q + t0 * h.qs, *v = h.v + t0 * h.vs,
-                *gg = h.g + t0 * h.gs, *beta = h.beta + t0 * h.gs;
+    const IN *k = stored<IN>(h.k, h.kb) + t0 * h.qs, *q = stored<IN>(h.q, h.qb) + t0 * h.qs,
+             *v = stored<IN>(h.v, h.vb) + t0 * h.vs;
+    const float *gg = h.g + t0 * h.gs, *beta = h.beta + t0 * h.gs;
 
     for (int i = threadIdx.x; i < PC; i += NT)
         bet[i] = i < L ? beta[i * h.gs] : 0.f, G[i] = i < L ? gg[i * h.gs] : 0.f;
@@ -183,6 +185,8 @@ constexpr int OUT_THREADS = 256, OUT_BLOCKS = 2;
 constexpr int OUT_SF = PK * PK / 2, OUT_VF = PK * PC / 2; /* the fragment tiles' words */
 constexpr int OUT_WORDS = PC * LDK + OUT_SF + PC * LDC + OUT_VF + PC;
 
+/* IN: as the prep's. */
+template <typename IN>
 __global__ void __launch_bounds__(OUT_THREADS, OUT_BLOCKS)
     gdn_chunk_output_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
@@ -211,7 +215,7 @@ __global__ void __launch_bounds__(OUT_THREADS, OUT_BLOCKS)
     }
     for (int i = threadIdx.x; i < PC; i += NT)
         gam[i] = i < L ? w.gam[i] : 0.f;
-    stage_rows<PC, PK, NT>(Qw, h.q + t0 * h.qs, h.qs, L, PK, same4);
+    stage_rows<PC, PK, NT>(Qw, stored<IN>(h.q, h.qb) + t0 * h.qs, h.qs, L, PK, same4);
     cp_wait<0>();
     __syncthreads();
 
@@ -266,16 +270,23 @@ bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const 
            ra_gpu_gdn_chunk_grads_bf16_bytes() <= optin;
 }
 
+template <typename IN> static cudaError_t prep_launch(const ra_gpu_gdn_args *a, const group *g)
+{
+    using namespace ra_gpu;
+    return g->bwd
+               ? launch_smem(gdn_chunk_prep_bf16_kernel<true, IN>, PREP_THREADS, PREP_WORDS, g, a)
+               : launch_smem(gdn_chunk_prep_bf16_kernel<false, IN>, PREP_THREADS, PREP_WORDS, g, a);
+}
+
 cudaError_t ra_gpu_gdn_chunk_prep_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
-    return g->bwd ? ra_gpu::launch_smem(ra_gpu::gdn_chunk_prep_bf16_kernel<true>,
-                                        ra_gpu::PREP_THREADS, ra_gpu::PREP_WORDS, g, a)
-                  : ra_gpu::launch_smem(ra_gpu::gdn_chunk_prep_bf16_kernel<false>,
-                                        ra_gpu::PREP_THREADS, ra_gpu::PREP_WORDS, g, a);
+    return ra_gpu::reads_stored_bf16(a) ? prep_launch<uint16_t>(a, g) : prep_launch<float>(a, g);
 }
 
 cudaError_t ra_gpu_gdn_chunk_output_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
-    return ra_gpu::launch_smem(ra_gpu::gdn_chunk_output_bf16_kernel, ra_gpu::OUT_THREADS,
-                               ra_gpu::OUT_WORDS, g, a);
+    using namespace ra_gpu;
+    return reads_stored_bf16(a)
+               ? launch_smem(gdn_chunk_output_bf16_kernel<uint16_t>, OUT_THREADS, OUT_WORDS, g, a)
+               : launch_smem(gdn_chunk_output_bf16_kernel<float>, OUT_THREADS, OUT_WORDS, g, a);
 }

@@ -8,7 +8,9 @@
  * Inputs go up in their storage bytes and are widened on the device: bf16
  * by placing its 16 bits above 16 zero bits, f16 by __half2float, both
  * exact; f64 is rounded once to fp32 (__double2float_rn, RNE), which is the
- * CPU float variants' (float)x.  With l2norm, q and k are normalised on the
+ * CPU float variants' (float)x.  bf16 q, k and v also stay on the device
+ * as stored (args::qb) unless l2norm changes them, for the kernels that
+ * read half the bytes (the same values).  With l2norm, q and k are normalised on the
  * device per token and key head exactly as src/cpu/gdn_tmpl_driver.h does
  * in float: n = sqrt(fma chain of x_i^2 in index order + (float)l2eps),
  * x^ = x / n (IEEE division and square root), one thread per row.
@@ -225,9 +227,13 @@ ra_status dev_floats(float **out, Arena &ar, int64_t n, const char *what)
     return RA_OK;
 }
 
-/* The tensor widened (or for f64 rounded once) to fp32 on the device. */
-ra_status upload(float **out, Arena &ar, const ra_tensor *t)
+/* The tensor widened (or for f64 rounded once) to fp32 on the device;
+   with stored not NULL, a bf16 tensor's stored bits stay on the device
+   too, in *stored (else NULL). */
+ra_status upload(float **out, Arena &ar, const ra_tensor *t, const uint16_t **stored = nullptr)
 {
+    if (stored)
+        *stored = nullptr;
     const int64_t n = t->numel;
     RA_TRY(dev_floats(out, ar, n, t->name));
     if (t->dtype == RA_F32) {
@@ -253,7 +259,10 @@ ra_status upload(float **out, Arena &ar, const ra_tensor *t)
     }
     CU_TRY(cudaGetLastError(), "launch of the widening kernel");
     CU_TRY(cudaDeviceSynchronize(), "widening of the inputs");
-    ar.release(raw);
+    if (stored && t->dtype == RA_BF16)
+        *stored = (const uint16_t *)raw;
+    else
+        ar.release(raw);
     return RA_OK;
 }
 
@@ -432,9 +441,11 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
     a.s = s;
     a.scale = (float)p.scale;
     float *q, *k, *v, *g, *beta, *h0 = nullptr;
-    RA_TRY(upload(&q, ar, p.q));
-    RA_TRY(upload(&k, ar, p.k));
-    RA_TRY(upload(&v, ar, p.v));
+    /* q, k, v as stored too when that is bf16 and l2norm does not change
+       them: the bf16 kernels read those (args::qb) */
+    RA_TRY(upload(&q, ar, p.q, p.l2norm ? nullptr : &a.qb));
+    RA_TRY(upload(&k, ar, p.k, p.l2norm ? nullptr : &a.kb));
+    RA_TRY(upload(&v, ar, p.v, p.l2norm ? nullptr : &a.vb));
     RA_TRY(upload(&g, ar, p.g));
     RA_TRY(upload(&beta, ar, p.beta));
     if (p.h0)

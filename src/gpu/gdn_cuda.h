@@ -89,8 +89,12 @@ typedef struct ra_gpu_gdn_args {
     const float *q, *k, *v, *g, *beta, *h0; /* inputs (q, k already l2-normalised
                                                 when the case asks for it) */
     const float *do_, *dht;                 /* cotangents (backward) */
-    float *o, *ht;                          /* forward outputs */
-    float *dv, *dg, *dbeta, *dh0;           /* gradients */
+    /* q, k, v as the case stores them when that is bf16 and there is no
+       l2norm (else NULL): the same values as q, k, v, half the bytes, for
+       the kernels that read them in place of the widened arrays */
+    const uint16_t *qb, *kb, *vb;
+    float *o, *ht;                /* forward outputs */
+    float *dv, *dg, *dbeta, *dh0; /* gradients */
     /* dq, dk per value head [B,T,Hv,K]: kernels write here and the host
        driver sums each group of value heads in increasing hv into the
        [B,T,Hk,K] gradients (a fixed order: results do not depend on

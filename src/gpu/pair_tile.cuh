@@ -11,8 +11,9 @@
  * the lanes (g, t) of a fragment load hit banks 4g + t.  warp_mm_pairs
  * feeds mma m16n8k16 the same fragments blk_mm would build from the fp32
  * matrices, in the same k-steps from zero, so its results are blk_mm's
- * bits.  Staging reads fp32 rows with float4 loads: the source rows and
- * their stride must be 16-byte aligned.
+ * bits.  Staging reads fp32 rows with float4 loads, or stored bf16 rows
+ * four elements a load: the source rows and their stride must be 16-byte
+ * (bf16: 8-byte) aligned.
  */
 
 #include <cstdint>
@@ -42,11 +43,30 @@ template <int N, int NT, int PER> __host__ __device__ constexpr int stage_batch(
     return (N + NT - 1) / NT < STAGE_LOADS / PER ? (N + NT - 1) / NT : STAGE_LOADS / PER;
 }
 
-/* Rows r < ROWS of x (COLS floats a row, stride ld), four floats at a
-   time: put(r, c, v) for columns c..c+3 of row r, v zero at or past row
-   nr or column nc; nothing there is read. */
-template <int ROWS, int COLS, int NT, typename Put>
-__device__ __forceinline__ void load_rows4(const float *x, int ld, int nr, int nc, Put put)
+/* The staging reads fp32 arrays, or an input's stored bf16 bits
+   (uint16_t, the case's storage when it is bf16), widened exactly:
+   four elements from one 16- or 8-byte load, one element. */
+__device__ __forceinline__ float4 load4(const float *x)
+{
+    return *reinterpret_cast<const float4 *>(x);
+}
+__device__ __forceinline__ float4 load4(const uint16_t *x)
+{
+    const uint2 w = *reinterpret_cast<const uint2 *>(x);
+    return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
+                       __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u));
+}
+__device__ __forceinline__ float load1(const float *x) { return *x; }
+__device__ __forceinline__ float load1(const uint16_t *x)
+{
+    return __uint_as_float((unsigned)*x << 16);
+}
+
+/* Rows r < ROWS of x (COLS elements a row, stride ld), four at a time:
+   put(r, c, v) for columns c..c+3 of row r, v zero at or past row nr or
+   column nc; nothing there is read. */
+template <int ROWS, int COLS, int NT, typename T, typename Put>
+__device__ __forceinline__ void load_rows4(const T *x, int ld, int nr, int nc, Put put)
 {
     constexpr int Q = COLS / 4, N = ROWS * Q, U = stage_batch<N, NT, 1>();
     for (int e0 = threadIdx.x; e0 < N; e0 += U * NT) {
@@ -54,12 +74,13 @@ __device__ __forceinline__ void load_rows4(const float *x, int ld, int nr, int n
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int e = e0 + u * NT, r = e / Q, c = 4 * (e % Q);
-            const float *xr = x + r * ld + c;
+            const T *xr = x + r * ld + c;
             v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
             if (e < N && r < nr && c + 3 < nc)
-                v[u] = *reinterpret_cast<const float4 *>(xr);
+                v[u] = load4(xr);
             else if (e < N && r < nr && c < nc) /* the row's last columns: no read past nc */
-                v[u] = make_float4(xr[0], c + 1 < nc ? xr[1] : 0.f, c + 2 < nc ? xr[2] : 0.f, 0.f);
+                v[u] = make_float4(load1(xr), c + 1 < nc ? load1(xr + 1) : 0.f,
+                                   c + 2 < nc ? load1(xr + 2) : 0.f, 0.f);
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -93,9 +114,8 @@ __device__ __forceinline__ void put_row_pairs(uint32_t *dst, int r, int c, float
    words a row): element (r, j) is f(r, x(r, j)) for r < nr and j < nc,
    zero elsewhere (f maps a row's float4); nothing at or past row nr or
    column nc is read. */
-template <int ROWS, int COLS, int NT, typename F>
-__device__ __forceinline__ void stage_rows(uint32_t *dst, const float *x, int ld, int nr, int nc,
-                                           F f)
+template <int ROWS, int COLS, int NT, typename T, typename F>
+__device__ __forceinline__ void stage_rows(uint32_t *dst, const T *x, int ld, int nr, int nc, F f)
 {
     load_rows4<ROWS, COLS, NT>(x, ld, nr, nc, [&](int r, int c, float4 v) {
         put_row_pairs<pair_ld<COLS>()>(dst, r, c, v, nr, nc, f);
@@ -108,8 +128,8 @@ __device__ __forceinline__ void stage_rows(uint32_t *dst, const float *x, int ld
    and the two halves two column groups, so that stores of a pair tile
    along the columns hit distinct banks and each row's loads are 32
    contiguous bytes. */
-template <int ROWS, int COLS, int NT, typename Put>
-__device__ __forceinline__ void load_row_pairs4(const float *x, int ld, int nr, Put put)
+template <int ROWS, int COLS, int NT, typename T, typename Put>
+__device__ __forceinline__ void load_row_pairs4(const T *x, int ld, int nr, Put put)
 {
     constexpr int PW = ROWS / 32; /* warps across the row pairs */
     constexpr int N = ROWS / 2 * COLS / 4, U = stage_batch<N, NT, 2>();
@@ -123,8 +143,8 @@ __device__ __forceinline__ void load_row_pairs4(const float *x, int ld, int nr, 
 #pragma unroll
             for (int b = 0; b < 2; b++) {
                 const int r = 2 * p + b;
-                v[u][b] = (e < N && r < nr) ? *reinterpret_cast<const float4 *>(x + r * ld + 4 * c)
-                                            : make_float4(0.f, 0.f, 0.f, 0.f);
+                v[u][b] =
+                    (e < N && r < nr) ? load4(x + r * ld + 4 * c) : make_float4(0.f, 0.f, 0.f, 0.f);
             }
         }
 #pragma unroll
@@ -153,8 +173,8 @@ __device__ __forceinline__ void put_col_pairs(uint32_t *dst, int p, int c, float
 /* Rows r < ROWS of x (COLS floats a row, stride ld) as pairs along the
    columns, transposed (COLS rows of pair_ld<ROWS>() words): element (r, j)
    is f(r, x(r, j)) for r < nr, zero from row nr on. */
-template <int ROWS, int COLS, int NT, typename F>
-__device__ __forceinline__ void stage_cols(uint32_t *dst, const float *x, int ld, int nr, F f)
+template <int ROWS, int COLS, int NT, typename T, typename F>
+__device__ __forceinline__ void stage_cols(uint32_t *dst, const T *x, int ld, int nr, F f)
 {
     load_row_pairs4<ROWS, COLS, NT>(x, ld, nr, [&](int p, int c, float4 v0, float4 v1) {
         put_col_pairs<pair_ld<ROWS>()>(dst, p, c, v0, v1, nr, f);
