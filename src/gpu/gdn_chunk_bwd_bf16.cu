@@ -94,6 +94,8 @@ static_assert(C_KBT >= B_DVP && C_END <= B_TT, "Kb^T goes over dV' and Y, below 
 
 __device__ __forceinline__ float same(int, int, float x) { return x; }
 
+/* IN: float or uint16_t, q, k and v read widened or as stored (stored()). */
+template <typename IN>
 __global__ void __launch_bounds__(GR_THREADS, 1)
     gdn_chunk_grads_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
@@ -114,8 +116,9 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     const int i0 = 16 * (warp & 3), jc = PC / CG * (warp >> 2), jk = PK / CG * (warp >> 2);
     const int64_t t0 = c * PC;
     const float s = h.scale;
-    const float *q = h.q + t0 * h.qs, *k = h.k + t0 * h.qs, *v = h.v + t0 * h.vs,
-                *beta = h.beta + t0 * h.gs, *dO = h.dO + t0 * h.vs;
+    const IN *q = stored<IN>(h.q, h.qb) + t0 * h.qs, *k = stored<IN>(h.k, h.kb) + t0 * h.qs,
+             *v = stored<IN>(h.v, h.vb) + t0 * h.vs;
+    const float *beta = h.beta + t0 * h.gs, *dO = h.dO + t0 * h.vs;
     float *dq = h.dq + t0 * h.ks, *dk = h.dk + t0 * h.ks, *dv = h.dv + t0 * h.vs;
 
     for (int i = tid; i < PC; i += NT) {
@@ -304,6 +307,8 @@ int64_t ra_gpu_gdn_chunk_grads_bf16_bytes(void)
 
 cudaError_t ra_gpu_gdn_chunk_grads_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
-    return ra_gpu::launch_smem(ra_gpu::gdn_chunk_grads_bf16_kernel, ra_gpu::GR_THREADS,
-                               ra_gpu::GR_WORDS, g, a);
+    using namespace ra_gpu;
+    return reads_stored_bf16(a)
+               ? launch_smem(gdn_chunk_grads_bf16_kernel<uint16_t>, GR_THREADS, GR_WORDS, g, a)
+               : launch_smem(gdn_chunk_grads_bf16_kernel<float>, GR_THREADS, GR_WORDS, g, a);
 }

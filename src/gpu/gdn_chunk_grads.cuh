@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "gpu/stored_load.cuh"
+
 namespace ra_gpu
 {
 
@@ -79,7 +81,8 @@ __device__ __forceinline__ float row_dot(const float *x, const float *y, int n)
    so that a row costs N / 64 memory latencies rather than one per eight
    elements (the bf16 gradients kernel runs its row dots while the rest of
    its one block per SM waits). */
-template <int N> __device__ __forceinline__ float row_dot_ld4(const float *x, const float *y)
+template <int N, typename T>
+__device__ __forceinline__ float row_dot_ld4(const T *x, const float *y)
 {
     constexpr int U = 16;
     static_assert(N % (4 * U) == 0, "whole batches");
@@ -89,7 +92,7 @@ template <int N> __device__ __forceinline__ float row_dot_ld4(const float *x, co
         float4 a[U];
 #pragma unroll
         for (int u = 0; u < U; u++)
-            a[u] = *reinterpret_cast<const float4 *>(x + j0 + 4 * u);
+            a[u] = load4(x + j0 + 4 * u);
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const float4 b = *reinterpret_cast<const float4 *>(y + j0 + 4 * u);

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "gpu/mma.cuh"
+#include "gpu/stored_load.cuh"
 
 namespace ra_gpu
 {
@@ -41,25 +42,6 @@ constexpr int STAGE_LOADS = 8;
 template <int N, int NT, int PER> __host__ __device__ constexpr int stage_batch()
 {
     return (N + NT - 1) / NT < STAGE_LOADS / PER ? (N + NT - 1) / NT : STAGE_LOADS / PER;
-}
-
-/* The staging reads fp32 arrays, or an input's stored bf16 bits
-   (uint16_t, the case's storage when it is bf16), widened exactly:
-   four elements from one 16- or 8-byte load, one element. */
-__device__ __forceinline__ float4 load4(const float *x)
-{
-    return *reinterpret_cast<const float4 *>(x);
-}
-__device__ __forceinline__ float4 load4(const uint16_t *x)
-{
-    const uint2 w = *reinterpret_cast<const uint2 *>(x);
-    return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
-                       __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u));
-}
-__device__ __forceinline__ float load1(const float *x) { return *x; }
-__device__ __forceinline__ float load1(const uint16_t *x)
-{
-    return __uint_as_float((unsigned)*x << 16);
 }
 
 /* Rows r < ROWS of x (COLS elements a row, stride ld), four at a time:
