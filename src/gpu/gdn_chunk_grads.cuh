@@ -75,9 +75,10 @@ __device__ __forceinline__ float row_dot(const float *x, const float *y, int n)
     return acc;
 }
 
-/* row_dot(x, y, N) for x in global memory and y in shared memory (both
-   16-byte aligned): the same chain, its x loads issued as float4, 16 at
-   a time before their fmafs, y read as float4,
+/* row_dot(x, y, N) for x in global memory (fp32 or stored bf16, load4)
+   and y in shared memory (16-byte aligned): the same chain, its x loads
+   issued four elements each, 16 at a time before their fmafs, y read as
+   float4,
    so that a row costs N / 64 memory latencies rather than one per eight
    elements (the bf16 gradients kernel runs its row dots while the rest of
    its one block per SM waits). */
