@@ -3,7 +3,7 @@
 #
 #   bench/gpu-bits.sh OLD NEW [GLOB]
 #
-# Generates nine gdn cases chosen to reach the chunked kernels' edge paths,
+# Generates ten gdn cases chosen to reach the chunked kernels' edge paths,
 # runs every variant matching GLOB (default 'gdn.cuda.chunk*') on each case
 # with both binaries, and compares the output files byte for byte.  A
 # kernel change that claims "same bits" (a faster schedule of the same
@@ -21,6 +21,8 @@
 #       group sums' l2norm dot over a last partial warp of K
 #   c9  B=1,T=300,Hk=1,Hv=2,K=V=128, bf16, h0: a last chunk of 44 rows,
 #       which both token halves of the bf16 states pass take part in
+#   c10 B=1,T=200,K=V=128, bf16, raw keys with l2norm: the bf16 kernels
+#       must read the normalised q and k, not the stored bf16
 #
 # Prints a line per differing or failing run and a summary.  Exit status:
 # 0 when every pair is identical, 1 otherwise, 77 when GLOB names CUDA
@@ -60,6 +62,7 @@ c6 B=1,T=384,Hk=2,Hv=2,K=128,V=40 --dtype bf16 --h0 --seed 13
 c7 B=1,T=129,Hk=1,Hv=2,K=128,V=128 --dtype bf16 --seed 15
 c8 B=1,T=150,Hk=2,Hv=6,K=50,V=37 --l2norm --regime raw-keys --seed 21
 c9 B=1,T=300,Hk=1,Hv=2,K=128,V=128 --dtype bf16 --h0 --seed 17
+c10 B=1,T=200,Hk=1,Hv=2,K=128,V=128 --dtype bf16 --l2norm --regime raw-keys --seed 19
 EOF
 echo "bits: $runs runs, $bad differ"
 test "$bad" -eq 0
