@@ -80,6 +80,7 @@ struct head {
     const float *q, *k;           /* token stride qs = Hk*K */
     const float *v;               /* token stride vs = Hv*V */
     const uint16_t *qb, *kb, *vb; /* their stored bf16 (args::qb), or NULL */
+    const uint16_t *dOb;          /* dO's (args::dob), or NULL */
     const float *g, *beta;        /* token stride gs = Hv */
     const float *h0, *dO, *dht;
     float *o, *ht;
@@ -114,6 +115,7 @@ template <int FIX = FIX_ANY> __device__ inline head make_head(const ra_gpu_gdn_a
     h.vb = a.vb ? a.vb + v0 : nullptr;
     h.h0 = a.h0 ? a.h0 + st0 : nullptr;
     h.dO = a.do_ ? a.do_ + v0 : nullptr;
+    h.dOb = a.dob ? a.dob + v0 : nullptr;
     h.dht = a.dht ? a.dht + st0 : nullptr;
     h.o = a.o ? a.o + v0 : nullptr;
     h.ht = a.ht ? a.ht + st0 : nullptr;

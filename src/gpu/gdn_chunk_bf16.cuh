@@ -74,12 +74,13 @@ __device__ __forceinline__ const IN *stored(const float *f32, const uint16_t *bf
         return bf16;
 }
 
-/* Whether the bf16 kernels read q, k and v as stored: the case stores
-   them in bf16 (args::qb), 8-byte aligned for their four-element loads. */
+/* Whether the bf16 kernels read q, k, v and dO as stored: the case
+   stores them in bf16 (args::qb), 8-byte aligned for their four-element
+   loads. */
 inline bool reads_stored_bf16(const ra_gpu_gdn_args *a)
 {
     auto al8 = [](const void *p) { return p && (reinterpret_cast<uintptr_t>(p) & 7) == 0; };
-    return al8(a->qb) && al8(a->kb) && al8(a->vb);
+    return al8(a->qb) && al8(a->kb) && al8(a->vb) && (!a->do_ || al8(a->dob));
 }
 
 /* The n-tiles (of 8 tokens) holding tokens below L among the 32 tokens

@@ -94,7 +94,7 @@ static_assert(C_KBT >= B_DVP && C_END <= B_TT, "Kb^T goes over dV' and Y, below 
 
 __device__ __forceinline__ float same(int, int, float x) { return x; }
 
-/* IN: float or uint16_t, q, k and v read widened or as stored (stored()). */
+/* IN: float or uint16_t, q, k, v and dO read widened or as stored (stored()). */
 template <typename IN>
 __global__ void __launch_bounds__(GR_THREADS, 1)
     gdn_chunk_grads_bf16_kernel(const ra_gpu_gdn_args a, const group g)
@@ -117,8 +117,8 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     const int64_t t0 = c * PC;
     const float s = h.scale;
     const IN *q = stored<IN>(h.q, h.qb) + t0 * h.qs, *k = stored<IN>(h.k, h.kb) + t0 * h.qs,
-             *v = stored<IN>(h.v, h.vb) + t0 * h.vs;
-    const float *beta = h.beta + t0 * h.gs, *dO = h.dO + t0 * h.vs;
+             *v = stored<IN>(h.v, h.vb) + t0 * h.vs, *dO = stored<IN>(h.dO, h.dOb) + t0 * h.vs;
+    const float *beta = h.beta + t0 * h.gs;
     float *dq = h.dq + t0 * h.ks, *dk = h.dk + t0 * h.ks, *dv = h.dv + t0 * h.vs;
 
     for (int i = tid; i < PC; i += NT) {

@@ -8,10 +8,11 @@
  * Inputs go up in their storage bytes and are widened on the device: bf16
  * by placing its 16 bits above 16 zero bits, f16 by __half2float, both
  * exact; f64 is rounded once to fp32 (__double2float_rn, RNE), which is the
- * CPU float variants' (float)x.  bf16 q, k and v also stay on the device
- * as stored (args::qb) unless l2norm changes them, for the kernels that
- * read half the bytes (the same values).  With l2norm, q and k are normalised on the
- * device per token and key head exactly as src/cpu/gdn_tmpl_driver.h does
+ * CPU float variants' (float)x.  bf16 q, k and v (unless l2norm changes
+ * them) and dO also stay on the device as stored (args::qb), for the
+ * kernels that read half the bytes (the same values).  With l2norm, q
+ * and k are normalised on the device per token and key head exactly as
+ * src/cpu/gdn_tmpl_driver.h does
  * in float: n = sqrt(fma chain of x_i^2 in index order + (float)l2eps),
  * x^ = x / n (IEEE division and square root), one thread per row.
  *
@@ -484,7 +485,7 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
     }
 
     float *dO, *dht = nullptr;
-    RA_TRY(upload(&dO, ar, p.do_));
+    RA_TRY(upload(&dO, ar, p.do_, &a.dob));
     if (p.dht)
         RA_TRY(upload(&dht, ar, p.dht));
     a.do_ = dO, a.dht = dht;

@@ -89,10 +89,10 @@ typedef struct ra_gpu_gdn_args {
     const float *q, *k, *v, *g, *beta, *h0; /* inputs (q, k already l2-normalised
                                                 when the case asks for it) */
     const float *do_, *dht;                 /* cotangents (backward) */
-    /* q, k, v as the case stores them when that is bf16 and there is no
-       l2norm (else NULL): the same values as q, k, v, half the bytes, for
-       the kernels that read them in place of the widened arrays */
-    const uint16_t *qb, *kb, *vb;
+    /* q, k, v (when there is no l2norm) and dO as the case stores them
+       when that is bf16 (else NULL): the same values in half the bytes,
+       for the kernels that read them in place of the widened arrays */
+    const uint16_t *qb, *kb, *vb, *dob;
     float *o, *ht;                /* forward outputs */
     float *dv, *dg, *dbeta, *dh0; /* gradients */
     /* dq, dk per value head [B,T,Hv,K]: kernels write here and the host
