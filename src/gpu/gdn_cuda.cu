@@ -12,9 +12,9 @@
  * them) and dO also stay on the device as stored (args::qb), for the
  * kernels that read half the bytes (the same values).  With l2norm, q
  * and k are normalised on the device per token and key head exactly as
- * src/cpu/gdn_tmpl_driver.h does
- * in float: n = sqrt(fma chain of x_i^2 in index order + (float)l2eps),
- * x^ = x / n (IEEE division and square root), one thread per row.
+ * src/cpu/gdn_tmpl_driver.h does in float: n = sqrt(fma chain of x_i^2 in
+ * index order + (float)l2eps), x^ = x / n (IEEE division and square
+ * root), one thread per row.
  *
  * The backward's kernels leave dq and dk per value head [B,T,Hv,K]; one
  * thread per [b, t, hk] row sums the group's value heads in increasing hv
