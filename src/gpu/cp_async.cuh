@@ -40,6 +40,34 @@ __device__ __forceinline__ void warp_copy_rows(T *dst, const T *src, int64_t lds
         cp_async16_s(d + (unsigned)(RP * k * LDD * sizeof(T)), s + RP * k * lds);
 }
 
+/* Copies 16 bytes, or when n is 0 writes 16 zero bytes and reads nothing
+   (cp.async's source size). */
+__device__ __forceinline__ void cp_async16_zs(unsigned dst, const void *src, unsigned n)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst),
+                 "l"(__cvta_generic_to_global(src)), "r"(n));
+}
+
+/* warp_copy_rows of rows r0 .. r0 + ROWS - 1 of src and dst (their row 0
+   the tiles'), those from row nr on zeros in dst: nothing at or past row
+   nr of src is read (row 0, which must exist, is addressed instead). */
+template <int ROWS, int SEGS, int LDD, typename T>
+__device__ __forceinline__ void warp_copy_rows_upto(T *dst, const T *src, int64_t lds, int r0,
+                                                    int nr)
+{
+    constexpr int RP = 32 / SEGS, E = 16 / sizeof(T);
+    static_assert(32 % SEGS == 0 && ROWS % RP == 0 && 16 % sizeof(T) == 0, "whole warp passes");
+    const int lane = threadIdx.x & 31, r = r0 + lane / SEGS, x = E * (lane % SEGS);
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst + r * LDD + x);
+#pragma unroll
+    for (int k = 0; k < ROWS / RP; k++) {
+        const int row = r + RP * k;
+        const bool in = row < nr;
+        cp_async16_zs(d + (unsigned)(RP * k * LDD * sizeof(T)), src + (in ? row : 0) * lds + x,
+                      in ? 16u : 0u);
+    }
+}
+
 /* Copies 4 bytes. */
 __device__ __forceinline__ void cp_async4(void *dst, const void *src)
 {

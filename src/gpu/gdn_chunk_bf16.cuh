@@ -19,6 +19,7 @@
 
 #include <cuda_runtime.h>
 
+#include "gpu/cp_async.cuh"
 #include "gpu/gdn_cuda_cxx.h"
 #include "gpu/pair_tile.cuh"
 
@@ -75,12 +76,31 @@ __device__ __forceinline__ const IN *stored(const float *f32, const uint16_t *bf
 }
 
 /* Whether the bf16 kernels read q, k, v and dO as stored: the case
-   stores them in bf16 (args::qb), 8-byte aligned for their four-element
-   loads. */
+   stores them in bf16 (args::qb), 16-byte aligned for cp.async (a row of
+   128 is 256 bytes, and rows start at multiples of 128 elements). */
 inline bool reads_stored_bf16(const ra_gpu_gdn_args *a)
 {
-    auto al8 = [](const void *p) { return p && (reinterpret_cast<uintptr_t>(p) & 7) == 0; };
-    return al8(a->qb) && al8(a->kb) && al8(a->vb) && (!a->do_ || al8(a->dob));
+    auto al16 = [](const void *p) { return p && (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+    return al16(a->qb) && al16(a->kb) && al16(a->vb) && (!a->do_ || al16(a->dob));
+}
+
+/* stage_rows(dst, x, ld, nr, COLS, same4) by NT threads, for x widened
+   or as stored.  A stored row is already its pair-tile row (elements 2j,
+   2j + 1 in word j, the first in the low half), so stored rows go by
+   cp.async, each warp ROWS / (NT / 32) of them, without passing through
+   registers; the caller commits the copies (cp_commit) and waits for
+   them before its barrier. */
+template <int ROWS, int COLS, int NT, typename IN>
+__device__ __forceinline__ void stage_rows_as(uint32_t *dst, const IN *x, int ld, int nr)
+{
+    if constexpr (std::is_same<IN, float>::value) {
+        stage_rows<ROWS, COLS, NT>(dst, x, ld, nr, COLS, same4);
+    } else {
+        constexpr int RW = ROWS / (NT / 32), LD = 2 * pair_ld<COLS>();
+        static_assert(ROWS % (NT / 32) == 0 && COLS % 8 == 0, "whole rows a warp");
+        warp_copy_rows_upto<RW, COLS / 8, LD>(reinterpret_cast<uint16_t *>(dst), x, ld,
+                                              RW * (threadIdx.x >> 5), nr);
+    }
 }
 
 /* The n-tiles (of 8 tokens) holding tokens below L among the 32 tokens

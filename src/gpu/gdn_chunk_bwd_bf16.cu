@@ -128,12 +128,18 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     }
     uint32_t *Sst = X0 + A_SST, *dOw = X0 + A_DO, *Vpw = X0 + A_VP, *dSw = X0 + A_DS,
              *QT = X0 + A_QT, *dPr = X0 + A_DPR, *dPt = X0 + A_DPT;
-    stage_rows<PC, PK, NT>(dOw, dO, h.vs, L, PK, same4);
+    {
+        /* K^T and Q^T (pair tiles), and dO when stored, by cp.async */
+        constexpr int RT = PK / GR_WARPS;
+        warp_copy_rows<RT, PC / 8, LDC>(KT + warp * RT * LDC, w.Ktp + warp * RT * LDC, LDC);
+        warp_copy_rows<RT, PC / 8, LDC>(QT + warp * RT * LDC, w.Qtp + warp * RT * LDC, LDC);
+        stage_rows_as<PC, PK, NT>(dOw, dO, h.vs, L);
+        cp_commit();
+    }
     stage_rows<PC, PK, NT>(Vpw, w.Vp, PK, L, PK, same4);
     stage_rows<PK, PK, NT>(Sst, w.Sst, PK, PK, PK, same4);
     stage_rows<PK, PK, NT>(dSw, w.dS, PK, PK, PK, same4);
-    copy_pair_tile<PK, PC, NT>(KT, w.Ktp);
-    copy_pair_tile<PK, PC, NT>(QT, w.Qtp);
+    cp_wait<0>();
     __syncthreads();
     const float gl = G[L - 1];
     for (int i = tid; i < PC; i += NT)

@@ -87,14 +87,24 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
             G[i] = run;
         }
     }
-    /* K, Kb = diag(beta) K from one load, Q */
-    load_rows4<PC, PK, NT>(k, h.qs, L, PK, [&](int r, int col, float4 x) {
-        put_row_pairs<LDK>(Kw, r, col, x, L, PK, same4);
-        put_row_pairs<LDK>(KBw, r, col, x, L, PK,
-                           [&](int i, float4 y) { return scale4(y, bet[i]); });
-    });
-    stage_rows<PC, PK, NT>(Qw, q, h.qs, L, PK, same4);
+    /* K, Kb = diag(beta) K from one load, Q; stored K and Q come by
+       cp.async, and Kb from K in shared memory (the same products) */
+    if constexpr (std::is_same<IN, float>::value)
+        load_rows4<PC, PK, NT>(k, h.qs, L, PK, [&](int r, int col, float4 x) {
+            put_row_pairs<LDK>(Kw, r, col, x, L, PK, same4);
+            put_row_pairs<LDK>(KBw, r, col, x, L, PK,
+                               [&](int i, float4 y) { return scale4(y, bet[i]); });
+        });
+    else
+        stage_rows_as<PC, PK, NT>(Kw, k, h.qs, L);
+    stage_rows_as<PC, PK, NT>(Qw, q, h.qs, L);
+    cp_commit();
+    cp_wait<0>();
     __syncthreads();
+    if constexpr (!std::is_same<IN, float>::value) {
+        scale_pair_rows<PC, PK, NT>(KBw, Kw, bet);
+        __syncthreads();
+    }
     for (int i = threadIdx.x; i < PC; i += NT) {
         gam[i] = i < L ? expf(G[i]) : 0.f;
         if (i < L)
@@ -211,11 +221,11 @@ __global__ void __launch_bounds__(OUT_THREADS, OUT_BLOCKS)
         warp_copy_rows<RS, 32, 128>(Sf + warp * RS * 128, w.Stp + warp * RS * 128, 128);
         warp_copy_rows<RP, PC / 8, LDC>(Pw + warp * RP * LDC, w.Pp + warp * RP * LDC, LDC);
         warp_copy_rows<RV, 32, 128>(Vf + warp * RV * 128, w.Vtp + warp * RV * 128, 128);
+        stage_rows_as<PC, PK, NT>(Qw, stored<IN>(h.q, h.qb) + t0 * h.qs, h.qs, L);
         cp_commit();
     }
     for (int i = threadIdx.x; i < PC; i += NT)
         gam[i] = i < L ? w.gam[i] : 0.f;
-    stage_rows<PC, PK, NT>(Qw, stored<IN>(h.q, h.qb) + t0 * h.qs, h.qs, L, PK, same4);
     cp_wait<0>();
     __syncthreads();
 

@@ -92,6 +92,25 @@ __device__ __forceinline__ void put_row_pairs(uint32_t *dst, int r, int c, float
         make_uint2(bf16x2_rn(y.x, y.y), bf16x2_rn(y.z, y.w));
 }
 
+/* dst = diag(s) x for pair tiles along the rows (pair_ld<COLS>() words a
+   row, 16-byte aligned): each element widened, scaled by __fmul_rn and
+   rounded, as put_row_pairs with scale4 forms it from the same floats. */
+template <int ROWS, int COLS, int NT>
+__device__ __forceinline__ void scale_pair_rows(uint32_t *dst, const uint32_t *x, const float *s)
+{
+    constexpr int LD = pair_ld<COLS>(), Q = COLS / 8; /* uint4 a row */
+    for (int e = threadIdx.x; e < ROWS * Q; e += NT) {
+        const int o = e / Q * LD + 4 * (e % Q);
+        const float b = s[e / Q];
+        const auto sc = [b](uint32_t w) {
+            return bf16x2_rn(__fmul_rn(__uint_as_float(w << 16), b),
+                             __fmul_rn(__uint_as_float(w & 0xffff0000u), b));
+        };
+        const uint4 v = *reinterpret_cast<const uint4 *>(x + o);
+        *reinterpret_cast<uint4 *>(dst + o) = make_uint4(sc(v.x), sc(v.y), sc(v.z), sc(v.w));
+    }
+}
+
 /* Rows r < ROWS of x as pairs along the row into dst (pair_ld<COLS>()
    words a row): element (r, j) is f(r, x(r, j)) for r < nr and j < nc,
    zero elsewhere (f maps a row's float4); nothing at or past row nr or
@@ -421,31 +440,6 @@ __device__ __forceinline__ void store_pairs_t(uint32_t *dst, const float (&d)[NT
             if ((g & 1) == 0)
                 dst[(j0 + 8 * u + 2 * t + (e & 1)) * LD + i / 2] = bf16x2_rn(x, y);
         }
-}
-
-/* Copies a pair tile of ROWS rows along COLS elements from src (an
-   earlier kernel's, in global memory, 16-byte aligned) to dst with NT
-   threads: the COLS / 2 words of each row, not the row's padding. */
-template <int ROWS, int COLS, int NT>
-__device__ __forceinline__ void copy_pair_tile(uint32_t *dst, const uint32_t *src)
-{
-    constexpr int LD = pair_ld<COLS>(), Q = COLS / 8; /* uint4 per row */
-    constexpr int N = ROWS * Q, U = stage_batch<N, NT, 1>();
-    for (int e0 = threadIdx.x; e0 < N; e0 += U * NT) {
-        uint4 v[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int e = e0 + u * NT;
-            if (e < N)
-                v[u] = *reinterpret_cast<const uint4 *>(src + e / Q * LD + 4 * (e % Q));
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int e = e0 + u * NT;
-            if (e < N)
-                *reinterpret_cast<uint4 *>(dst + e / Q * LD + 4 * (e % Q)) = v[u];
-        }
-    }
 }
 
 } // namespace ra_gpu
