@@ -45,11 +45,19 @@ namespace ra_gpu
      vec  G, gamma, beta of the chunk's 64 tokens;
      r1   K, Kb, Q along the features (for A and P); then T along the
           tokens and Y^T, X^T (for W and U);
-     r3   A, masked, in inv_fwdsubst_pairs' layout (fp32). */
+     r3   A, masked, in inv_fwdsubst_pairs' layout (fp32).
+   Reading stored inputs, the block copies V as stored into r1 from word
+   PREP_VS while the substitution runs (into T from PREP_TS), and forms
+   Y^T from K's tile in r1 into r3, then X^T from V's into r1: no global
+   load waits after the substitution. */
 constexpr int PREP_THREADS = 2 * PC, PREP_BLOCKS = 3, LDA = PC + 4;
-constexpr int PREP_VEC = 3 * PC, PREP_R1 = 3 * PC * LDK, PREP_R3 = PC * LDA;
+constexpr int PREP_VEC = 3 * PC, PREP_R1 = 3 * PC * LDK;
+constexpr int PREP_R3 = (PC * LDA > PK * LDC) ? PC * LDA : PK * LDC; /* A, or Y^T */
 constexpr int PREP_WORDS = PREP_VEC + PREP_R1 + PREP_R3;
+constexpr int PREP_VS = PK * LDC, PREP_TS = PREP_R1 - PC * LDC;
 static_assert(PC * LDC + 2 * PK * LDC <= PREP_R1, "T, Y^T and X^T fit r1");
+static_assert(PC * LDK <= PREP_VS && PREP_VS + PC * LDK <= PREP_TS && PREP_VS % 4 == 0,
+              "stored V above K's tile and X^T, below T, 16-byte aligned");
 static_assert(PREP_VEC % 2 == 0, "8-byte aligned pair tiles (put_row_pairs)");
 
 /* BWD: the group runs the backward (group::bwd), a kernel of its own so
@@ -142,13 +150,20 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
         }
     }
     __syncthreads();
+    constexpr bool ST = !std::is_same<IN, float>::value;
+    if constexpr (ST) { /* V as stored, for X^T after the substitution */
+        stage_rows_as<PC, PK, NT>(r1 + PREP_VS, v, h.vs, L);
+        cp_commit();
+    }
 
     /* T row by row, each row's pairs (j, j + 1) from the lanes of the even
        column: the tile along the tokens, and T (st on j <= i < L) for the
        backward.  Then Y = diag(gamma) Kb, X = diag(beta) V, K^T and Q^T,
-       which the warps of the later columns (less of the substitution)
-       start first. */
-    uint32_t *Tw = r1, *Yw = Tw + PC * LDC, *Xw = Yw + PK * LDC;
+       which, from global memory, the warps of the later columns (less of
+       the substitution) start first. */
+    uint32_t *Tw = ST ? r1 + PREP_TS : r1,
+             *Yw = ST ? reinterpret_cast<uint32_t *>(r3) : r1 + PC * LDC,
+             *Xw = ST ? r1 : r1 + PC * LDC + PK * LDC;
     {
         const int j = threadIdx.x >> 1, p = threadIdx.x & 1;
         inv_fwdsubst_pairs<PC, LDA>(r3, [&](int i, float x0) {
@@ -162,14 +177,34 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
                                 (i < L && j + 1 <= i) ? bf16_round(x1) : x1);
         });
     }
-    load_row_pairs4<PC, PK, NT>(k, h.qs, L, [&](int p, int col, float4 x0, float4 x1) {
+    if constexpr (ST)
+        __syncthreads(); /* Y^T goes over A */
+    /* K's and V's rows: as stored in shared memory, or from global */
+    const auto kr = [&]() {
+        if constexpr (ST)
+            return reinterpret_cast<const uint16_t *>(Kw);
+        else
+            return k;
+    }();
+    const auto vr = [&]() {
+        if constexpr (ST)
+            return reinterpret_cast<const uint16_t *>(r1 + PREP_VS);
+        else
+            return v;
+    }();
+    const int kld = ST ? 2 * LDK : h.qs, vld = ST ? 2 * LDK : h.vs;
+    load_row_pairs4<PC, PK, NT>(kr, kld, L, [&](int p, int col, float4 x0, float4 x1) {
         put_col_pairs<LDC>(Yw, p, col, x0, x1, L,
                            [&](int r, float4 y) { return scale4(scale4(y, bet[r]), gam[r]); });
         put_col_pairs<LDC>(w.Ktp, p, col, x0, x1, L, same4); /* for the states pass */
     });
-    stage_cols<PC, PK, NT>(Xw, v, h.vs, L, [&](int r, float4 x) { return scale4(x, bet[r]); });
     if (BWD)
         stage_cols<PC, PK, NT>(w.Qtp, q, h.qs, L, same4); /* for the dstates pass */
+    if constexpr (ST) {
+        cp_wait<0>();
+        __syncthreads(); /* X^T goes over K's tile */
+    }
+    stage_cols<PC, PK, NT>(Xw, vr, vld, L, [&](int r, float4 x) { return scale4(x, bet[r]); });
     __syncthreads();
 
     /* W = st(T Y) (its pair tiles), U = st(T X) over the L tokens */
