@@ -121,20 +121,21 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     const float *beta = h.beta + t0 * h.gs;
     float *dq = h.dq + t0 * h.ks, *dk = h.dk + t0 * h.ks, *dv = h.dv + t0 * h.vs;
 
-    for (int i = tid; i < PC; i += NT) {
-        const bool in = i < L;
-        G[i] = in ? w.G[i] : 0.f, gam[i] = in ? w.gam[i] : 0.f;
-        bet[i] = in ? beta[i * h.gs] : 0.f, dG[i] = 0.f;
-    }
     uint32_t *Sst = X0 + A_SST, *dOw = X0 + A_DO, *Vpw = X0 + A_VP, *dSw = X0 + A_DS,
              *QT = X0 + A_QT, *dPr = X0 + A_DPR, *dPt = X0 + A_DPT;
     {
-        /* K^T and Q^T (pair tiles), and dO when stored, by cp.async */
+        /* K^T and Q^T (pair tiles), and dO when stored, by cp.async, in
+           flight while the chunk's vectors load */
         constexpr int RT = PK / GR_WARPS;
         warp_copy_rows<RT, PC / 8, LDC>(KT + warp * RT * LDC, w.Ktp + warp * RT * LDC, LDC);
         warp_copy_rows<RT, PC / 8, LDC>(QT + warp * RT * LDC, w.Qtp + warp * RT * LDC, LDC);
         stage_rows_as<PC, PK, NT>(dOw, dO, h.vs, L);
         cp_commit();
+    }
+    for (int i = tid; i < PC; i += NT) {
+        const bool in = i < L;
+        G[i] = in ? w.G[i] : 0.f, gam[i] = in ? w.gam[i] : 0.f;
+        bet[i] = in ? beta[i * h.gs] : 0.f, dG[i] = 0.f;
     }
     stage_rows<PC, PK, NT>(Vpw, w.Vp, PK, L, PK, same4);
     stage_rows<PK, PK, NT>(Sst, w.Sst, PK, PK, PK, same4);

@@ -84,6 +84,12 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
              *v = stored<IN>(h.v, h.vb) + t0 * h.vs;
     const float *gg = h.g + t0 * h.gs, *beta = h.beta + t0 * h.gs;
 
+    constexpr bool ST = !std::is_same<IN, float>::value;
+    if constexpr (ST) { /* K and Q as stored, in flight while beta and g load */
+        stage_rows_as<PC, PK, NT>(Kw, k, h.qs, L);
+        stage_rows_as<PC, PK, NT>(Qw, q, h.qs, L);
+        cp_commit();
+    }
     for (int i = threadIdx.x; i < PC; i += NT)
         bet[i] = i < L ? beta[i * h.gs] : 0.f, G[i] = i < L ? gg[i * h.gs] : 0.f;
     __syncthreads();
@@ -95,24 +101,21 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
             G[i] = run;
         }
     }
-    /* K, Kb = diag(beta) K from one load, Q; stored K and Q come by
-       cp.async, and Kb from K in shared memory (the same products) */
-    if constexpr (std::is_same<IN, float>::value)
+    /* K, Kb = diag(beta) K from one load, Q; stored, Kb from K's tile
+       (the same products) */
+    if constexpr (ST) {
+        cp_wait<0>();
+        __syncthreads();
+        scale_pair_rows<PC, PK, NT>(KBw, Kw, bet);
+    } else {
         load_rows4<PC, PK, NT>(k, h.qs, L, PK, [&](int r, int col, float4 x) {
             put_row_pairs<LDK>(Kw, r, col, x, L, PK, same4);
             put_row_pairs<LDK>(KBw, r, col, x, L, PK,
                                [&](int i, float4 y) { return scale4(y, bet[i]); });
         });
-    else
-        stage_rows_as<PC, PK, NT>(Kw, k, h.qs, L);
-    stage_rows_as<PC, PK, NT>(Qw, q, h.qs, L);
-    cp_commit();
-    cp_wait<0>();
-    __syncthreads();
-    if constexpr (!std::is_same<IN, float>::value) {
-        scale_pair_rows<PC, PK, NT>(KBw, Kw, bet);
-        __syncthreads();
+        stage_rows<PC, PK, NT>(Qw, q, h.qs, L, PK, same4);
     }
+    __syncthreads();
     for (int i = threadIdx.x; i < PC; i += NT) {
         gam[i] = i < L ? expf(G[i]) : 0.f;
         if (i < L)
@@ -149,8 +152,9 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
                         bf16x2_rn(pm[2 * hh], pm[2 * hh + 1]);
         }
     }
+    if constexpr (BWD && ST) /* Q^T for the dstates pass, from Q's tile before T goes over it */
+        stage_cols<PC, PK, NT>(w.Qtp, reinterpret_cast<const uint16_t *>(Qw), 2 * LDK, L, same4);
     __syncthreads();
-    constexpr bool ST = !std::is_same<IN, float>::value;
     if constexpr (ST) { /* V as stored, for X^T after the substitution */
         stage_rows_as<PC, PK, NT>(r1 + PREP_VS, v, h.vs, L);
         cp_commit();
@@ -198,7 +202,7 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
                            [&](int r, float4 y) { return scale4(scale4(y, bet[r]), gam[r]); });
         put_col_pairs<LDC>(w.Ktp, p, col, x0, x1, L, same4); /* for the states pass */
     });
-    if (BWD)
+    if constexpr (BWD && !ST)
         stage_cols<PC, PK, NT>(w.Qtp, q, h.qs, L, same4); /* for the dstates pass */
     if constexpr (ST) {
         cp_wait<0>();
