@@ -151,21 +151,27 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
         cp_commit();
         cp_wait<0>();
     }
+    /* Chunk c's workspace is chunk 0's pointers plus c * CH floats; the
+       lane's dO loads and dS, dV' stores go from one address each at
+       fixed offsets (for_frags_t), as in the states pass */
+    const cws w0 = make_cws(g, PC, PK, PK, hl, 0);
+    const int64_t CH = ws_chunk_len(PC, PK, PK), lt = frag_t_at(v0, i0, PK);
+    const float *dOl = h.dO + frag_t_at(v0, i0, h.vs);
     for (int64_t c = g.nch - 1; c >= 0; c--) {
-        const cws w = make_cws(g, PC, PK, PK, hl, c);
+        const int64_t off = c * CH;
         const int L = chunk_rows(h, PC, c);
-        const float *dO = h.dO + c * PC * h.vs;
         /* dO at the lane's (v, token) positions, and G_last and G, gamma
            of token i0 + lane, loaded before the barrier; the decays' expf
            waits for them after the first products */
         float dof[TH / 8][4], gl = 0.f, gi = 0.f, gmi = 0.f;
         if (!copier) {
-            for_frags<TH / 8>(v0, i0, [&](int n, int e, int v, int i) {
-                dof[n][e] = i < L ? dO[(int64_t)i * h.vs + v] : 0.f;
+            const float *dO = dOl + c * PC * h.vs;
+            for_frags_t<TH / 8>(v0, i0, h.vs, [&](int n, int e, int, int i, int64_t o) {
+                dof[n][e] = i < L ? dO[o] : 0.f;
             });
-            gl = w.G[L - 1];
-            gi = i0 + lane < L ? w.G[i0 + lane] : 0.f;
-            gmi = i0 + lane < L ? w.gam[i0 + lane] : 0.f;
+            gl = w0.G[off + L - 1];
+            gi = i0 + lane < L ? w0.G[off + i0 + lane] : 0.f;
+            gmi = i0 + lane < L ? w0.gam[off + i0 + lane] : 0.f;
         }
         __syncthreads(); /* chunk c's stage is in; chunk c + 1's is free */
         if (copier) {
@@ -178,7 +184,9 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
         const db_stage b = db_at(sm, c);
         const int used = half_ntiles(L, i0);
 
-        for_frags<KH / 8>(v0, k0, [&](int u, int e, int v, int k) { w.dS[k * PK + v] = ds[u][e]; });
+        for_frags_t<KH / 8>(v0, k0, PK, [&](int u, int e, int, int, int64_t o) {
+            w0.dS[off + frag_t_at(v0, k0, PK) + o] = ds[u][e];
+        });
         /* dV'^T = s dO^T P + exp(G_last - G_i) (dS^T K^T), tV^T = dO^T diag(gamma),
            for the warp's tokens */
         uint32_t fa[DB_KS][4];
@@ -201,12 +209,12 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
         zero_tiles(dv);
         warp_mm_regs_f32b(dv, fo, L, used, [&](int p, int j) { return b.P[p * DB_LDP + i0 + j]; });
         const float gC = expf(gl), dec = i0 + lane < L ? expf(__fsub_rn(gl, gi)) : 0.f;
-        for_frags<TH / 8>(v0, i0, [&](int n, int e, int v, int i) {
+        for_frags_t<TH / 8>(v0, i0, PK, [&](int n, int e, int, int i, int64_t o) {
             const float dc = row_value(dec, dec, n, e & 1), gm = row_value(gmi, gmi, n, e & 1);
             float x = 0.f, y = 0.f;
             if (i < L) {
                 x = fmaf(dc, tv[n][e], __fmul_rn(sc, dv[n][e]));
-                w.dVp[i * PK + v] = x;
+                w0.dVp[off + lt + o] = x;
                 y = __fmul_rn(gm, dof[n][e]);
             }
             dv[n][e] = x, tv[n][e] = y;

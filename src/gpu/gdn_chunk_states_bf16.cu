@@ -115,13 +115,20 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
        G_(i0 + lane), loaded a chunk ahead: the decays' expf and the V'
        step would otherwise wait a memory latency every chunk */
     float u[TH / 8][4], gl = 0.f, gi = 0.f;
-    const auto load_chunk = [&](int64_t c) {
-        const cws w = make_cws(g, PC, PK, PK, hl, c);
-        const int L = chunk_rows(h, PC, c);
-        for_frags<TH / 8>(
-            v0, i0, [&](int n, int e, int v, int i) { u[n][e] = i < L ? w.U[i * PK + v] : 0.f; });
-        gl = w.G[L - 1];
-        gi = i0 + lane < L ? w.G[i0 + lane] : 0.f;
+    /* Chunk c's workspace is chunk 0's pointers plus c * CH floats, and
+       the lane's U loads go from one address at constant offsets
+       (for_frags_t): address arithmetic, per load and through make_cws
+       each chunk, was 30% of the pass's instructions (ncu: integer
+       multiply-adds and LEAs). */
+    const cws w0 = make_cws(g, PC, PK, PK, hl, 0);
+    const int64_t CH = ws_chunk_len(PC, PK, PK);
+    const auto load_chunk = [&](int64_t off, int L) {
+        const float *ub = w0.U + off + frag_t_at(v0, i0, PK);
+        for_frags_t<TH / 8>(v0, i0, PK, [&](int n, int e, int, int i, int64_t o) {
+            u[n][e] = i < L ? ub[o] : 0.f;
+        });
+        gl = w0.G[off + L - 1];
+        gi = i0 + lane < L ? w0.G[off + i0 + lane] : 0.f;
     };
     if (copier) {
 #pragma unroll
@@ -134,10 +141,10 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
     } else {
         for_frags<KH / 8>(
             v0, k0, [&](int uu, int e, int v, int k) { s[uu][e] = h.h0 ? h.h0[k * PK + v] : 0.f; });
-        load_chunk(0);
+        load_chunk(0, chunk_rows(h, PC, 0));
     }
     for (int64_t c = 0; c < g.nch; c++) {
-        const cws w = make_cws(g, PC, PK, PK, hl, c);
+        const int64_t off = c * CH;
         const int L = chunk_rows(h, PC, c);
         __syncthreads(); /* chunk c's stage is in; chunk c - 1's is free */
         if (copier) {
@@ -160,13 +167,14 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
             uint32_t own[SB_KS / 2][4];
             acc_to_a(own, s);
             if (BWD)
-                for_frags<KH / 8>(v0, k0, [&](int uu, int e, int v, int k) {
+                for_frags_t<KH / 8>(v0, k0, PK, [&](int uu, int e, int, int, int64_t o) {
                     const uint32_t x = own[uu / 2][(uu & 1) * 2 + (e >> 1)];
-                    w.Sst[k * PK + v] = __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
+                    w0.Sst[off + frag_t_at(v0, k0, PK) + o] =
+                        __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
                 });
             else /* this warp's k-steps of S'^T as the output's fragment tile */
-                store_frags(frag_tile<SB_KS>(reinterpret_cast<uint4 *>(w.Stp), v0), SB_KS / 2 * hw,
-                            own);
+                store_frags(frag_tile<SB_KS>(reinterpret_cast<uint4 *>(w0.Stp + off), v0),
+                            SB_KS / 2 * hw, own);
             pair_trade(sa, own, xs, pair, hw);
         }
         /* V'^T = U^T - S'^T W^T for the warp's tokens below L */
@@ -174,13 +182,13 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
         zero_tiles(p);
         warp_mm_regs_add(p, sa, Wb + i0 * LDK, LDK, PK, half_ntiles(L, i0));
         float vt[TH / 8][4]; /* V', zero from row L */
-        for_frags<TH / 8>(v0, i0, [&](int n, int e, int v, int i) {
+        for_frags_t<TH / 8>(v0, i0, PK, [&](int n, int e, int, int i, int64_t o) {
             const float dc = row_value(dec, dec, n, e & 1);
             float vp = 0.f;
             if (i < L) {
                 vp = __fsub_rn(u[n][e], p[n][e]);
                 if (BWD)
-                    w.Vp[i * PK + v] = vp;
+                    w0.Vp[off + frag_t_at(v0, i0, PK) + o] = vp;
             }
             vt[n][e] = vp;
             p[n][e] = __fmul_rn(vp, dc);
@@ -188,10 +196,11 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
         if (!BWD) { /* this warp's k-steps of V'^T (tokens) as the output's fragment tile */
             uint32_t vf[TH / 16][4];
             acc_to_a(vf, vt);
-            store_frags(frag_tile<SB_KV>(reinterpret_cast<uint4 *>(w.Vtp), v0), TH / 16 * hw, vf);
+            store_frags(frag_tile<SB_KV>(reinterpret_cast<uint4 *>(w0.Vtp + off), v0), TH / 16 * hw,
+                        vf);
         }
         if (c + 1 < g.nch)
-            load_chunk(c + 1);
+            load_chunk(off + CH, chunk_rows(h, PC, c + 1));
         /* S^T = gC S^T + V'd^T K over the first L tokens, for the warp's
            features */
         uint32_t va[SB_KV][4];

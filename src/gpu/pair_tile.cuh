@@ -377,6 +377,25 @@ template <int NT, typename F> __device__ __forceinline__ void for_frags(int i0, 
             f(u, e, i0 + g + 8 * (e >> 1), j0 + 8 * u + 2 * t + (e & 1));
 }
 
+/* for_frags<NT>(i0, j0) over an array stored along its second index
+   (element (i, j) at x[j * ld + i], x + frag_t_at(i0, j0, ld) the lane's
+   first): f(u, e, i, j, o), o the element's offset from the lane's first,
+   a constant when ld is, so that the lane's loads or stores share one
+   address. */
+__device__ __forceinline__ int64_t frag_t_at(int i0, int j0, int64_t ld)
+{
+    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+    return (int64_t)(j0 + 2 * t) * ld + i0 + g;
+}
+
+template <int NT, typename F>
+__device__ __forceinline__ void for_frags_t(int i0, int j0, int64_t ld, F f)
+{
+    for_frags<NT>(i0, j0, [&](int u, int e, int i, int j) {
+        f(u, e, i, j, (int64_t)(8 * u + (e & 1)) * ld + 8 * (e >> 1));
+    });
+}
+
 /* The value of column i = 8n + 2t + b (b = 0, 1) of the lane's n-tiles
    (of 8 x NT <= 64 columns), from a per-column value computed once per
    lane, x0 for column `lane` and x1 for column lane + 32 (in the passes,
