@@ -47,9 +47,9 @@ namespace ra_gpu
           tokens and Y^T, X^T (for W and U);
      r3   A, masked, in inv_fwdsubst_pairs' layout (fp32).
    Reading stored inputs, the block copies V as stored into r1 from word
-   PREP_VS while the substitution runs (into T from PREP_TS), and forms
-   Y^T from K's tile in r1 into r3, then X^T from V's into r1: no global
-   load waits after the substitution. */
+   PREP_VS while the substitution runs (and writes T from word PREP_TS),
+   then forms Y^T from K's tile in r1 into r3 and X^T from V's into r1:
+   no global load waits after the substitution. */
 constexpr int PREP_THREADS = 2 * PC, PREP_BLOCKS = 3, LDA = PC + 4;
 constexpr int PREP_VEC = 3 * PC, PREP_R1 = 3 * PC * LDK;
 constexpr int PREP_R3 = (PC * LDA > PK * LDC) ? PC * LDA : PK * LDC; /* A, or Y^T */
