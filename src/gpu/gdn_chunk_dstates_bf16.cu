@@ -13,7 +13,7 @@
  *   dV'^T = s (dO^T P) + (dS^T K^T) diag(exp(G_last - G_i))
  *           A = dO^T (the lane's dO values, loaded in accumulator layout),
  *           B = P (fp32, staged); A = dS^T (acc_to_a), B = K^T (K's fp32
- *           rows, staged);
+ *           rows, staged, or its stored bf16 rows, a pair tile);
  *   dS^T <- s tV^T Q + gC dS^T - dV'^T W, tV = diag(gamma) dO
  *           A = tV^T, dV'^T from accumulators; B^T = Q^T, W^T: the prep's
  *           pair tiles cws::Qtp, cws::Wtp, staged.
@@ -31,6 +31,7 @@
  */
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gpu/cp_async.cuh"
 #include "gpu/gdn_chunk.cuh"
@@ -71,25 +72,36 @@ __device__ __forceinline__ db_stage db_at(uint32_t *sm, int64_t c)
    it).  In a chunk of L < 64 rows (the last, so the first this pass
    takes) K's rows at or past L are zeroed, and P, which the prep writes
    only in L x L, is copied element by element with zeros around it; Q^T
-   and W^T come zero-padded from the prep. */
+   and W^T come zero-padded from the prep.  IN: float, K's fp32 rows;
+   uint16_t, K's stored bf16 rows, which are the pair tile along the
+   features (LDK words a row) that dS^T K^T reads as its B^T. */
+template <typename IN>
 __device__ __forceinline__ void db_issue(uint32_t *sm, const group &g, const head &h, int64_t hl,
                                          int64_t c)
 {
+    constexpr bool F32 = std::is_same<IN, float>::value;
     const cws w = make_cws(g, PC, PK, PK, hl, c);
     const int L = chunk_rows(h, PC, c), lane = threadIdx.x & 31;
     const db_stage b = db_at(sm, c);
     const float *k = h.k + c * PC * h.qs;
+    if constexpr (!F32)
+        warp_copy_rows_upto<PC, PK / 8, 2 * LDK>(reinterpret_cast<uint16_t *>(b.K),
+                                                 h.kb + c * PC * h.qs, h.qs, 0, L);
     if (L == PC) {
-        warp_copy_rows<PC, PK / 4, DB_LDK>(b.K, k, h.qs);
+        if constexpr (F32)
+            warp_copy_rows<PC, PK / 4, DB_LDK>(b.K, k, h.qs);
         warp_copy_rows<PC, PC / 4, DB_LDP>(b.P, w.P, PC);
     } else {
+        if constexpr (F32) {
 #pragma unroll 4
-        for (int e = lane; e < PC * (PK / 4); e += 32) {
-            const int r = e / (PK / 4), x = 4 * (e % (PK / 4));
-            if (r < L)
-                cp_async16(b.K + r * DB_LDK + x, k + (int64_t)r * h.qs + x);
-            else
-                *reinterpret_cast<float4 *>(b.K + r * DB_LDK + x) = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int e = lane; e < PC * (PK / 4); e += 32) {
+                const int r = e / (PK / 4), x = 4 * (e % (PK / 4));
+                if (r < L)
+                    cp_async16(b.K + r * DB_LDK + x, k + (int64_t)r * h.qs + x);
+                else
+                    *reinterpret_cast<float4 *>(b.K + r * DB_LDK + x) =
+                        make_float4(0.f, 0.f, 0.f, 0.f);
+            }
         }
         for (int e = lane; e < PC * PC; e += 32) {
             const int r = e / PC, x = e % PC;
@@ -125,7 +137,9 @@ __device__ __forceinline__ void warp_mm_regs_f32b(float (&d)[NT][4], const uint3
     }
 }
 
-template <int W>
+/* IN: float or uint16_t, K staged from its fp32 rows or as stored
+   (db_issue). */
+template <int W, typename IN>
 __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
     gdn_chunk_dstates_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
@@ -147,7 +161,7 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
             ds[u][e] = h.dht ? h.dht[k * PK + v] : 0.f;
         });
     if (copier) {
-        db_issue(sm, g, h, hl, g.nch - 1);
+        db_issue<IN>(sm, g, h, hl, g.nch - 1);
         cp_commit();
         cp_wait<0>();
     }
@@ -176,7 +190,7 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
         __syncthreads(); /* chunk c's stage is in; chunk c + 1's is free */
         if (copier) {
             if (c > 0)
-                db_issue(sm, g, h, hl, c - 1);
+                db_issue<IN>(sm, g, h, hl, c - 1);
             cp_commit();
             cp_wait<0>(); /* chunk c - 1, for the next barrier */
             continue;
@@ -197,8 +211,12 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
         }
         float tv[TH / 8][4];
         zero_tiles(tv);
-        warp_mm_regs_f32b(tv, fa, PK, used,
-                          [&](int p, int j) { return b.K[(i0 + j) * DB_LDK + p]; });
+        if constexpr (std::is_same<IN, float>::value)
+            warp_mm_regs_f32b(tv, fa, PK, used,
+                              [&](int p, int j) { return b.K[(i0 + j) * DB_LDK + p]; });
+        else /* the same bf16 pairs, already rounded (they are the stored values) */
+            warp_mm_regs_add(tv, fa, reinterpret_cast<const uint32_t *>(b.K) + i0 * LDK, LDK, PK,
+                             used);
         uint32_t fo[DB_KV][4];
         {
             uint32_t own[DB_KV / 2][4];
@@ -261,8 +279,11 @@ using ra_gpu::group;
 template <int W> static cudaError_t db_launch(const ra_gpu_gdn_args *a, const group *g)
 {
     using namespace ra_gpu;
-    return launch_blocks(gdn_chunk_dstates_bf16_kernel<W>, (unsigned)(g->nh * (PK / (16 * W))),
-                         32 * (2 * W + 1), db_words<W>(), g, a);
+    const unsigned blocks = (unsigned)(g->nh * (PK / (16 * W)));
+    return reads_stored_bf16(a) ? launch_blocks(gdn_chunk_dstates_bf16_kernel<W, uint16_t>, blocks,
+                                                32 * (2 * W + 1), db_words<W>(), g, a)
+                                : launch_blocks(gdn_chunk_dstates_bf16_kernel<W, float>, blocks,
+                                                32 * (2 * W + 1), db_words<W>(), g, a);
 }
 
 /* Two pairs a block when that grid fits one wave, four otherwise: with
