@@ -169,7 +169,8 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
        lane's dO loads and dS, dV' stores go from one address each at
        fixed offsets (for_frags_t), as in the states pass */
     const cws w0 = make_cws(g, PC, PK, PK, hl, 0);
-    const int64_t CH = ws_chunk_len(PC, PK, PK), lt = frag_t_at(v0, i0, PK);
+    const int64_t CH = ws_chunk_len(PC, PK, PK), lt = frag_t_at(v0, i0, PK),
+                  lk = frag_t_at(v0, k0, PK); /* the lane's first dV', dS */
     const float *dOl = h.dO + frag_t_at(v0, i0, h.vs);
     for (int64_t c = g.nch - 1; c >= 0; c--) {
         const int64_t off = c * CH;
@@ -198,9 +199,8 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
         const db_stage b = db_at(sm, c);
         const int used = half_ntiles(L, i0);
 
-        for_frags_t<KH / 8>(v0, k0, PK, [&](int u, int e, int, int, int64_t o) {
-            w0.dS[off + frag_t_at(v0, k0, PK) + o] = ds[u][e];
-        });
+        for_frags_t<KH / 8>(
+            v0, k0, PK, [&](int u, int e, int, int, int64_t o) { w0.dS[off + lk + o] = ds[u][e]; });
         /* dV'^T = s dO^T P + exp(G_last - G_i) (dS^T K^T), tV^T = dO^T diag(gamma),
            for the warp's tokens */
         uint32_t fa[DB_KS][4];

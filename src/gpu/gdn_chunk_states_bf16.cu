@@ -122,8 +122,9 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
        multiply-adds and LEAs). */
     const cws w0 = make_cws(g, PC, PK, PK, hl, 0);
     const int64_t CH = ws_chunk_len(PC, PK, PK);
+    const int64_t lt = frag_t_at(v0, i0, PK), lk = frag_t_at(v0, k0, PK); /* the lane's first */
     const auto load_chunk = [&](int64_t off, int L) {
-        const float *ub = w0.U + off + frag_t_at(v0, i0, PK);
+        const float *ub = w0.U + off + lt;
         for_frags_t<TH / 8>(v0, i0, PK, [&](int n, int e, int, int i, int64_t o) {
             u[n][e] = i < L ? ub[o] : 0.f;
         });
@@ -169,8 +170,7 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
             if (BWD)
                 for_frags_t<KH / 8>(v0, k0, PK, [&](int uu, int e, int, int, int64_t o) {
                     const uint32_t x = own[uu / 2][(uu & 1) * 2 + (e >> 1)];
-                    w0.Sst[off + frag_t_at(v0, k0, PK) + o] =
-                        __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
+                    w0.Sst[off + lk + o] = __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
                 });
             else /* this warp's k-steps of S'^T as the output's fragment tile */
                 store_frags(frag_tile<SB_KS>(reinterpret_cast<uint4 *>(w0.Stp + off), v0),
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
             if (i < L) {
                 vp = __fsub_rn(u[n][e], p[n][e]);
                 if (BWD)
-                    w0.Vp[off + frag_t_at(v0, i0, PK) + o] = vp;
+                    w0.Vp[off + lt + o] = vp;
             }
             vt[n][e] = vp;
             p[n][e] = __fmul_rn(vp, dc);
