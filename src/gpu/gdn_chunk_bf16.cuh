@@ -10,8 +10,8 @@
  * and keeps its products in registers, with the general kernels'
  * arithmetic, so their bits.  The states and dstates passes
  * (gdn_chunk_states_bf16.cu, gdn_chunk_dstates_bf16.cu) split each
- * 16-column recursion over a pair of warps, which trade mma fragments
- * (pair_trade).
+ * 16-column recursion over a team of two or four warps, which trade mma
+ * fragments (team_trade).
  */
 
 #include <cstdint>
@@ -103,33 +103,33 @@ __device__ __forceinline__ void stage_rows_as(uint32_t *dst, const IN *x, int ld
     }
 }
 
-/* The n-tiles (of 8 tokens) holding tokens below L among the 32 tokens
-   i0 .. i0 + 31 of a pair's warp. */
-__device__ __forceinline__ int half_ntiles(int L, int i0)
+/* The n-tiles (of 8 tokens) holding tokens below L among the 8 NTL
+   tokens i0 .. i0 + 8 NTL - 1 of a team's warp. */
+template <int NTL> __device__ __forceinline__ int warp_ntiles(int L, int i0)
 {
-    return min(4, max(0, (L - i0 + 7) / 8));
+    return min(NTL, max(0, (L - i0 + 7) / 8));
 }
 
-/* The two warps of pair p of a block meet (named barrier p + 1; 0 is
+/* The NW warps of team t of a block meet (named barrier t + 1; 0 is
    __syncthreads'). */
-__device__ __forceinline__ void pair_sync(int p)
+template <int NW> __device__ __forceinline__ void team_sync(int t)
 {
-    asm volatile("bar.sync %0, 64;" ::"r"(p + 1) : "memory");
+    asm volatile("bar.sync %0, %1;" ::"r"(t + 1), "n"(32 * NW) : "memory");
 }
 
-/* A pair of warps trades A fragments of KS k-steps, warp hw (0, 1)
-   holding k-steps KS / 2 hw .. KS / 2 hw + KS / 2 - 1 (`own`):
-   pair_put writes them to x (a fragment tile of KS k-steps), and after
-   pair_sync pair_get reads all KS in k-step order.  A buffer is written
-   again only after the pair's next meeting, which each warp reaches
+/* A team of NW warps trades A fragments of KS k-steps, warp tw (0 ..
+   NW - 1) holding k-steps KS / NW tw .. KS / NW (tw + 1) - 1 (`own`):
+   team_put writes them to x (a fragment tile of KS k-steps), and after
+   team_sync team_get reads all KS in k-step order.  A buffer is written
+   again only after the team's next meeting, which each warp reaches
    after its reads. */
-template <int KS>
-__device__ __forceinline__ void pair_put(uint4 *x, const uint32_t (&own)[KS / 2][4], int hw)
+template <int KS, int NW>
+__device__ __forceinline__ void team_put(uint4 *x, const uint32_t (&own)[KS / NW][4], int tw)
 {
-    store_frags(x, KS / 2 * hw, own);
+    store_frags(x, KS / NW * tw, own);
 }
 
-template <int KS> __device__ __forceinline__ void pair_get(uint32_t (&fa)[KS][4], const uint4 *x)
+template <int KS> __device__ __forceinline__ void team_get(uint32_t (&fa)[KS][4], const uint4 *x)
 {
     const int lane = threadIdx.x & 31;
 #pragma unroll
@@ -139,13 +139,13 @@ template <int KS> __device__ __forceinline__ void pair_get(uint32_t (&fa)[KS][4]
     }
 }
 
-template <int KS>
-__device__ __forceinline__ void pair_trade(uint32_t (&fa)[KS][4], const uint32_t (&own)[KS / 2][4],
-                                           uint4 *x, int p, int hw)
+template <int KS, int NW>
+__device__ __forceinline__ void team_trade(uint32_t (&fa)[KS][4], const uint32_t (&own)[KS / NW][4],
+                                           uint4 *x, int t, int tw)
 {
-    pair_put<KS>(x, own, hw);
-    pair_sync(p);
-    pair_get(fa, x);
+    team_put<KS, NW>(x, own, tw);
+    team_sync<NW>(t);
+    team_get(fa, x);
 }
 
 } // namespace ra_gpu

@@ -3,12 +3,12 @@
 /*
  * gdn_chunk_dstates_kernel (gdn_chunk_pass.cu) for the group::wpairs
  * configuration, transposed as gdn_chunk_states_bf16.cu transposes the
- * states pass: each pair of warps owns 16 columns v of the state and
- * holds dS^T (its columns as rows, the 128 features as columns) in mma
- * accumulator tiles, warp hw (0, 1) of the pair the features
- * 64 hw .. 64 hw + 63; it forms dV' and tV for the tokens 32 hw ..
- * 32 hw + 31, and the pair trades the A fragments each product needs from
- * the other half (pair_trade).  Walking the chunks backwards, per chunk:
+ * states pass: each team of NW warps (2 or 4) owns 16 columns v of the
+ * state and holds dS^T (its columns as rows, the 128 features as
+ * columns) in mma accumulator tiles, warp tw of the team the features
+ * 128 / NW tw .. 128 / NW (tw + 1) - 1; it forms dV' and tV for the
+ * tokens 64 / NW tw .., and the team trades the A fragments each product
+ * needs from the others (team_trade).  Walking the chunks backwards, per chunk:
  *
  *   dV'^T = s (dO^T P) + (dS^T K^T) diag(exp(G_last - G_i))
  *           A = dO^T (the lane's dO values, loaded in accumulator layout),
@@ -18,7 +18,7 @@
  *           A = tV^T, dV'^T from accumulators; B^T = Q^T, W^T: the prep's
  *           pair tiles cws::Qtp, cws::Wtp, staged.
  *
- * The block's pairs share only the staged tiles (K, P, Q^T, W^T: 86 KB a
+ * The block's teams share only the staged tiles (K, P, Q^T, W^T: 86 KB a
  * chunk), which a warp of their own copies (cp.async) one chunk ahead; G
  * and gamma are read from global memory.
  *
@@ -42,11 +42,11 @@
 namespace ra_gpu
 {
 
-/* Pairs of warps per block: W (a template parameter, 2 or 4) run the
+/* Teams of warps per block: W (a template parameter, 2 or 4) run the
    recursion on 16 state columns each, one more warp copies the next
    chunk's operands (cp.async); the staged tiles' row strides: fp32 K and
    P padded by 4 so that a fragment's lanes (g, t) read distinct banks.
-   After the two stages, each pair's exchange: the A fragments of dS'
+   After the two stages, each team's exchange: the A fragments of dS'
    (8 k-steps), dO, tV and dV' (4 each). */
 constexpr int DB_LDK = PK + 4, DB_LDP = PC + 4;
 constexpr int DB_K = PC * DB_LDK, DB_P = PC * DB_LDP, DB_QT = PK * LDC, DB_WT = PK * LDC;
@@ -137,20 +137,20 @@ __device__ __forceinline__ void warp_mm_regs_f32b(float (&d)[NT][4], const uint3
     }
 }
 
-/* IN: float or uint16_t, K staged from its fp32 rows or as stored
-   (db_issue). */
-template <int W, typename IN>
-__global__ void __launch_bounds__(32 * (2 * W + 1), 1)
+/* W teams of NW warps; IN: float or uint16_t, K staged from its fp32
+   rows or as stored (db_issue). */
+template <int W, int NW, typename IN>
+__global__ void __launch_bounds__(32 * (NW * W + 1), 1)
     gdn_chunk_dstates_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
     extern __shared__ __align__(16) uint32_t sm[];
-    constexpr int TILES = PK / (16 * W), KH = PK / 2, TH = PC / 2; /* a warp's features, tokens */
+    constexpr int TILES = PK / (16 * W), KH = PK / NW, TH = PC / NW; /* a warp's features, tokens */
     const int64_t hl = blockIdx.x / TILES;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, pair = warp >> 1, hw = warp & 1;
-    const bool copier = warp == 2 * W;
-    const int v0 = (int)(blockIdx.x % TILES) * 16 * W + 16 * pair;
-    const int k0 = KH * hw, i0 = TH * hw; /* the warp's first feature and token */
-    uint4 *xs = reinterpret_cast<uint4 *>(sm + 2 * DB_STAGE + pair * DB_XW), *xo = xs + DB_KS * 32,
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, team = warp / NW, tw = warp % NW;
+    const bool copier = warp == NW * W;
+    const int v0 = (int)(blockIdx.x % TILES) * 16 * W + 16 * team;
+    const int k0 = KH * tw, i0 = TH * tw; /* the warp's first feature and token */
+    uint4 *xs = reinterpret_cast<uint4 *>(sm + 2 * DB_STAGE + team * DB_XW), *xo = xs + DB_KS * 32,
           *xt = xo + DB_KV * 32, *xv = xt + DB_KV * 32;
     const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
     const float sc = h.scale;
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
             continue;
         }
         const db_stage b = db_at(sm, c);
-        const int used = half_ntiles(L, i0);
+        const int used = warp_ntiles<TH / 8>(L, i0);
 
         for_frags_t<KH / 8>(
             v0, k0, PK, [&](int u, int e, int, int, int64_t o) { w0.dS[off + lk + o] = ds[u][e]; });
@@ -205,9 +205,9 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
            for the warp's tokens */
         uint32_t fa[DB_KS][4];
         {
-            uint32_t own[DB_KS / 2][4];
+            uint32_t own[DB_KS / NW][4];
             acc_to_a(own, ds);
-            pair_trade(fa, own, xs, pair, hw);
+            team_trade<DB_KS, NW>(fa, own, xs, team, tw);
         }
         float tv[TH / 8][4];
         zero_tiles(tv);
@@ -219,9 +219,9 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
                              used);
         uint32_t fo[DB_KV][4];
         {
-            uint32_t own[DB_KV / 2][4];
+            uint32_t own[DB_KV / NW][4];
             acc_to_a(own, dof);
-            pair_trade(fo, own, xo, pair, hw);
+            team_trade<DB_KV, NW>(fo, own, xo, team, tw);
         }
         float dv[TH / 8][4];
         zero_tiles(dv);
@@ -241,14 +241,14 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
            two n-tiles at a time */
         uint32_t ft[DB_KV][4], fv[DB_KV][4];
         {
-            uint32_t ot[DB_KV / 2][4], ov[DB_KV / 2][4];
+            uint32_t ot[DB_KV / NW][4], ov[DB_KV / NW][4];
             acc_to_a(ot, tv);
             acc_to_a(ov, dv);
-            pair_put<DB_KV>(xt, ot, hw);
-            pair_put<DB_KV>(xv, ov, hw);
-            pair_sync(pair);
-            pair_get(ft, xt);
-            pair_get(fv, xv);
+            team_put<DB_KV, NW>(xt, ot, tw);
+            team_put<DB_KV, NW>(xv, ov, tw);
+            team_sync<NW>(team);
+            team_get(ft, xt);
+            team_get(fv, xv);
         }
 #pragma unroll
         for (int m = 0; m < KH / 8; m += 2) {
@@ -274,30 +274,30 @@ __global__ void __launch_bounds__(32 * (2 * W + 1), 1)
 
 using ra_gpu::group;
 
-/* A block takes 16 W state columns of a head; its shared memory holds
-   one block an SM. */
-template <int W> static cudaError_t db_launch(const ra_gpu_gdn_args *a, const group *g)
+/* A block takes 16 W state columns of a head, in W teams of NW warps;
+   its shared memory holds one block an SM. */
+template <int W, int NW> static cudaError_t db_launch(const ra_gpu_gdn_args *a, const group *g)
 {
     using namespace ra_gpu;
     const unsigned blocks = (unsigned)(g->nh * (PK / (16 * W)));
-    return reads_stored_bf16(a) ? launch_blocks(gdn_chunk_dstates_bf16_kernel<W, uint16_t>, blocks,
-                                                32 * (2 * W + 1), db_words<W>(), g, a)
-                                : launch_blocks(gdn_chunk_dstates_bf16_kernel<W, float>, blocks,
-                                                32 * (2 * W + 1), db_words<W>(), g, a);
+    return reads_stored_bf16(a) ? launch_blocks(gdn_chunk_dstates_bf16_kernel<W, NW, uint16_t>,
+                                                blocks, 32 * (NW * W + 1), db_words<W>(), g, a)
+                                : launch_blocks(gdn_chunk_dstates_bf16_kernel<W, NW, float>, blocks,
+                                                32 * (NW * W + 1), db_words<W>(), g, a);
 }
 
-/* Two pairs a block when that grid fits one wave, four otherwise: with
-   one warp per 16 columns, two a block ran faster than four at the first
-   bench shape (ncu, 64 blocks of four warps against 128 of two: 1.007
-   and 0.882 ms); with more blocks than SMs, two would need a second
-   wave. */
+/* When the grid of two teams a block fits one wave, two teams of four
+   warps; else four teams of two, so that it stays one block an SM.
+   With one warp per 16 columns, two a block ran faster than four at the
+   first bench shape (ncu, 64 blocks of four warps against 128 of two:
+   1.007 and 0.882 ms). */
 cudaError_t ra_gpu_gdn_chunk_dstates_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
     bool one = false;
     const cudaError_t e = ra_gpu::fits_one_wave(g->nh * (ra_gpu::PK / 32), one);
     if (e != cudaSuccess)
         return e;
-    return one ? db_launch<2>(a, g) : db_launch<4>(a, g);
+    return one ? db_launch<2, 4>(a, g) : db_launch<4, 2>(a, g);
 }
 
 int64_t ra_gpu_gdn_chunk_dstates_bf16_bytes(void)

@@ -4,7 +4,7 @@
  * gdn_chunk_states_kernel (gdn_chunk_pass.cu) for the group::wpairs
  * configuration.  There a block of 256 threads keeps a 16-column tile of
  * the state in shared memory and meets at six barriers per chunk.  Here
- * a pair of warps runs the recursion on its own 16 columns, transposed,
+ * a team of warps runs the recursion on its own 16 columns, transposed,
  * with S^T (its columns as rows, the 128 features as columns) in mma
  * accumulator tiles:
  *
@@ -15,7 +15,7 @@
  *                            B^T = K^T, the prep's pair tile cws::Ktp;
  *
  * (V'd: V' with row i decayed by exp(G_last - G_i)), so a chunk needs
- * nothing from the other pairs.  S' and V' go to the workspace in fp32
+ * nothing from the other teams.  S' and V' go to the workspace in fp32
  * for the backward's kernels or, in a forward group, as the output
  * kernel's fragment tiles S'^T and V'^T (cws::Stp, cws::Vtp; pair_tile.cuh):
  * their A fragments, a warp's k-step in one 512-byte store.  As pair tiles
@@ -24,7 +24,7 @@
  * waited on registers those stores and the U loads behind them still
  * held (17% of the pass's stall samples, ncu); as fragment tiles the
  * pass takes 0.273 ms at the first bench shape, against 0.347.  The
- * block's pairs share only the staged tiles of W and K^T, which a warp
+ * block's teams share only the staged tiles of W and K^T, which a warp
  * of their own copies (cp.async) STAGES - 1 chunks ahead; G is read from
  * global memory.
  *
@@ -48,20 +48,21 @@
 namespace ra_gpu
 {
 
-/* Warps per block: SB_PAIRS pairs of warps run the recursion on 16 state
-   columns each, one more copies the operands (cp.async) STAGES - 1
-   chunks ahead.  A stage is W (64 rows along the features) and K^T (128
-   rows along the tokens): 35 KB.  Warp hw (0, 1) of a pair keeps the
-   state's features 64 hw .. 64 hw + 63 and forms V' for the tokens
-   32 hw .. 32 hw + 31, so each product is half a warp's; the pair trades
-   the A fragments the other half needs (S' for V', V'd for the state)
-   through shared memory, a uint4 a lane per k-step. */
-constexpr int SB_PAIRS = 2, SB_WARPS = 2 * SB_PAIRS, SB_THREADS = 32 * (SB_WARPS + 1),
-              SB_COLS = 16 * SB_PAIRS;
+/* Warps per block: SB_TEAMS teams of NW warps (2 or 4) run the
+   recursion on 16 state columns each, one more copies the operands
+   (cp.async) STAGES - 1 chunks ahead.  A stage is W (64 rows along the
+   features) and K^T (128 rows along the tokens): 35 KB.  Warp tw of a
+   team keeps the state's features 128 / NW tw .. 128 / NW (tw + 1) - 1
+   and forms V' for the tokens 64 / NW tw .., so each product is 1 / NW
+   of a warp's; the team trades the A fragments the others need (S' for
+   V', V'd for the state) through shared memory, a uint4 a lane per
+   k-step. */
+constexpr int SB_TEAMS = 2, SB_COLS = 16 * SB_TEAMS;
+template <int NW> constexpr int sb_threads() { return 32 * (NW * SB_TEAMS + 1); }
 constexpr int SB_W = PC * LDK, SB_KT = PK * LDC, SB_STAGE = SB_W + SB_KT;
 constexpr int SB_KS = PK / 16, SB_KV = PC / 16; /* k-steps of S' (features), V'd (tokens) */
-constexpr int SB_XW = (SB_KS + SB_KV) * 32 * 4; /* a pair's exchange, words */
-template <int STAGES> constexpr int sb_words() { return STAGES * SB_STAGE + SB_PAIRS * SB_XW; }
+constexpr int SB_XW = (SB_KS + SB_KV) * 32 * 4; /* a team's exchange, words */
+template <int STAGES> constexpr int sb_words() { return STAGES * SB_STAGE + SB_TEAMS * SB_XW; }
 
 /* Starts copying chunk c's W and K^T into stage buf (the copying warp
    calls it).  W's rows at or past L, which the prep leaves unwritten,
@@ -89,24 +90,24 @@ __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t 
 }
 
 /* STAGES: 3 when the grid is one block per SM, 2 for two blocks per SM;
-   BWD: group::bwd, S' and V' in fp32 (else the output kernel's pair
+   NW: warps a team; BWD: group::bwd, S' and V' in fp32 (else the output kernel's pair
    tiles).  Both are template parameters: with the storage chosen at run
    time, per element, the backward group's states pass took 0.408 ms at
    the first bench shape, against 0.317 as a template parameter (ncu,
    one call). */
-template <int STAGES, bool BWD>
-__global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
+template <int STAGES, bool BWD, int NW>
+__global__ void __launch_bounds__(sb_threads<NW>(), STAGES == 2 ? 2 : 1)
     gdn_chunk_states_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
     extern __shared__ __align__(16) uint32_t sm[];
-    constexpr int TILES = PK / SB_COLS, KH = PK / 2, TH = PC / 2; /* a warp's features, tokens */
+    constexpr int TILES = PK / SB_COLS, KH = PK / NW, TH = PC / NW; /* a warp's features, tokens */
     const int64_t hl = blockIdx.x / TILES;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, pair = warp >> 1, hw = warp & 1;
-    const bool copier = warp == SB_WARPS;
-    /* the pair's first column: its accumulator rows are v0 + g, v0 + g + 8 */
-    const int v0 = (int)(blockIdx.x % TILES) * SB_COLS + 16 * pair;
-    const int k0 = KH * hw, i0 = TH * hw; /* the warp's first feature and token */
-    uint4 *xs = reinterpret_cast<uint4 *>(sm + STAGES * SB_STAGE + pair * SB_XW),
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, team = warp / NW, tw = warp % NW;
+    const bool copier = warp == NW * SB_TEAMS;
+    /* the team's first column: its accumulator rows are v0 + g, v0 + g + 8 */
+    const int v0 = (int)(blockIdx.x % TILES) * SB_COLS + 16 * team;
+    const int k0 = KH * tw, i0 = TH * tw; /* the warp's first feature and token */
+    uint4 *xs = reinterpret_cast<uint4 *>(sm + STAGES * SB_STAGE + team * SB_XW),
           *xv = xs + SB_KS * 32;
     const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
     /* S^T, element (v, k) of state row k, column v, in s[(k - k0) / 8] */
@@ -160,12 +161,11 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
         const float gC = expf(gl), dec = i0 + lane < L ? expf(__fsub_rn(gl, gi)) : 0.f;
         const uint32_t *Wb = sm + (c % STAGES) * SB_STAGE, *Kb = Wb + SB_W;
 
-        /* S' = st(S): the A fragments (the pair's halves traded), and the
-           workspace's copy of this warp's half (the pairs' halves are the
-           bf16-rounded values) */
+        /* S' = st(S): the A fragments (the team's parts traded), and the
+           workspace's copy of this warp's part (the bf16-rounded values) */
         uint32_t sa[SB_KS][4];
         {
-            uint32_t own[SB_KS / 2][4];
+            uint32_t own[SB_KS / NW][4];
             acc_to_a(own, s);
             if (BWD)
                 for_frags_t<KH / 8>(v0, k0, PK, [&](int uu, int e, int, int, int64_t o) {
@@ -174,13 +174,13 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
                 });
             else /* this warp's k-steps of S'^T as the output's fragment tile */
                 store_frags(frag_tile<SB_KS>(reinterpret_cast<uint4 *>(w0.Stp + off), v0),
-                            SB_KS / 2 * hw, own);
-            pair_trade(sa, own, xs, pair, hw);
+                            SB_KS / NW * tw, own);
+            team_trade<SB_KS, NW>(sa, own, xs, team, tw);
         }
         /* V'^T = U^T - S'^T W^T for the warp's tokens below L */
         float p[TH / 8][4];
         zero_tiles(p);
-        warp_mm_regs_add(p, sa, Wb + i0 * LDK, LDK, PK, half_ntiles(L, i0));
+        warp_mm_regs_add(p, sa, Wb + i0 * LDK, LDK, PK, warp_ntiles<TH / 8>(L, i0));
         float vt[TH / 8][4]; /* V', zero from row L */
         for_frags_t<TH / 8>(v0, i0, PK, [&](int n, int e, int, int i, int64_t o) {
             const float dc = row_value(dec, dec, n, e & 1);
@@ -196,7 +196,7 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
         if (!BWD) { /* this warp's k-steps of V'^T (tokens) as the output's fragment tile */
             uint32_t vf[TH / 16][4];
             acc_to_a(vf, vt);
-            store_frags(frag_tile<SB_KV>(reinterpret_cast<uint4 *>(w0.Vtp + off), v0), TH / 16 * hw,
+            store_frags(frag_tile<SB_KV>(reinterpret_cast<uint4 *>(w0.Vtp + off), v0), TH / 16 * tw,
                         vf);
         }
         if (c + 1 < g.nch)
@@ -205,9 +205,9 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
            features */
         uint32_t va[SB_KV][4];
         {
-            uint32_t own[SB_KV / 2][4];
+            uint32_t own[SB_KV / NW][4];
             acc_to_a(own, p);
-            pair_trade(va, own, xv, pair, hw);
+            team_trade<SB_KV, NW>(va, own, xv, team, tw);
         }
 #pragma unroll
         for (int uu = 0; uu < KH / 8; uu++)
@@ -225,25 +225,27 @@ __global__ void __launch_bounds__(SB_THREADS, STAGES == 2 ? 2 : 1)
 
 using ra_gpu::group;
 
-template <int STAGES> static cudaError_t sb_launch(const ra_gpu_gdn_args *a, const group *g)
+template <int STAGES, int NW> static cudaError_t sb_launch(const ra_gpu_gdn_args *a, const group *g)
 {
     using namespace ra_gpu;
     const unsigned blocks = (unsigned)(g->nh * (PK / SB_COLS));
-    return g->bwd ? launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, true>, blocks, SB_THREADS,
-                                  sb_words<STAGES>(), g, a)
-                  : launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, false>, blocks, SB_THREADS,
-                                  sb_words<STAGES>(), g, a);
+    return g->bwd ? launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, true, NW>, blocks,
+                                  sb_threads<NW>(), sb_words<STAGES>(), g, a)
+                  : launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, false, NW>, blocks,
+                                  sb_threads<NW>(), sb_words<STAGES>(), g, a);
 }
 
-/* Three stages when the grid fits one block per SM, else two, so that
-   two blocks fit an SM. */
+/* When the grid fits one block per SM: three stages and teams of four
+   warps, eight computing warps an SM (with teams of two, one warp a
+   scheduler ran each chunk's chain of instructions alone); else two
+   stages and teams of two, so that two blocks fit an SM. */
 cudaError_t ra_gpu_gdn_chunk_states_bf16(const ra_gpu_gdn_args *a, const group *g)
 {
     bool one = false;
     const cudaError_t e = ra_gpu::fits_one_wave(g->nh * (ra_gpu::PK / ra_gpu::SB_COLS), one);
     if (e != cudaSuccess)
         return e;
-    return one ? sb_launch<3>(a, g) : sb_launch<2>(a, g);
+    return one ? sb_launch<3, 4>(a, g) : sb_launch<2, 2>(a, g);
 }
 
 int64_t ra_gpu_gdn_chunk_states_bf16_bytes(void)
