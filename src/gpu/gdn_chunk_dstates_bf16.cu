@@ -8,26 +8,29 @@
  * columns) in mma accumulator tiles, warp tw of the team the features
  * 128 / NW tw .. 128 / NW (tw + 1) - 1; it forms dV' and tV for the
  * tokens 64 / NW tw .., and the team trades the A fragments each product
- * needs from the others (team_trade).  Walking the chunks backwards, per chunk:
+ * needs from the others (team_trade).  Walking the chunks backwards, per
+ * chunk:
  *
  *   dV'^T = s (dO^T P) + (dS^T K^T) diag(exp(G_last - G_i))
  *           A = dO^T (the lane's dO values, loaded in accumulator layout),
- *           B = P (fp32, staged); A = dS^T (acc_to_a), B = K^T (K's fp32
- *           rows, staged, or its stored bf16 rows, a pair tile);
+ *           B^T = P^T (the prep's pair tile cws::Ptp, staged);
+ *           A = dS^T (acc_to_a), B = K^T (K's fp32 rows, staged, or its
+ *           stored bf16 rows, a pair tile);
  *   dS^T <- s tV^T Q + gC dS^T - dV'^T W, tV = diag(gamma) dO
  *           A = tV^T, dV'^T from accumulators; B^T = Q^T, W^T: the prep's
  *           pair tiles cws::Qtp, cws::Wtp, staged.
  *
- * The block's teams share only the staged tiles (K, P, Q^T, W^T: 86 KB a
- * chunk), which a warp of their own copies (cp.async) one chunk ahead; G
+ * The block's teams share only the staged tiles (K, P^T, Q^T, W^T: 78 KB
+ * a chunk), which a warp of their own copies (cp.async) one chunk ahead; G
  * and gamma are read from global memory.
  *
  * Bits: each product sees the same bf16 operands (fp32 ones rounded by
  * bf16x2_rn where blk_mm rounds them) in the same k-steps from zero, and
  * every elementwise value is the general kernel's fp32 expression, so the
  * results are its bits.  In a last chunk of L < 64 rows the rows at or
- * past L of P and of the lane's dO are zero and the products over the
- * tokens take the k-steps while k0 < L, as blk_mm_direct does there.
+ * past L of P (P^T's pairs) and of the lane's dO are zero and the
+ * products over the tokens take the k-steps while k0 < L, as
+ * blk_mm_direct does there.
  */
 
 #include <cstdint>
@@ -44,35 +47,34 @@ namespace ra_gpu
 
 /* Teams of warps per block: W (a template parameter, 2 or 4) run the
    recursion on 16 state columns each, one more warp copies the next
-   chunk's operands (cp.async); the staged tiles' row strides: fp32 K and
-   P padded by 4 so that a fragment's lanes (g, t) read distinct banks.
+   chunk's operands (cp.async); the staged tiles' row strides: fp32 K
+   padded by 4 so that a fragment's lanes (g, t) read distinct banks.
    After the two stages, each team's exchange: the A fragments of dS'
    (8 k-steps), dO, tV and dV' (4 each). */
-constexpr int DB_LDK = PK + 4, DB_LDP = PC + 4;
-constexpr int DB_K = PC * DB_LDK, DB_P = PC * DB_LDP, DB_QT = PK * LDC, DB_WT = PK * LDC;
-constexpr int DB_STAGE = DB_K + DB_P + DB_QT + DB_WT;
+constexpr int DB_LDK = PK + 4;
+constexpr int DB_K = PC * DB_LDK, DB_PT = PC * LDC, DB_QT = PK * LDC, DB_WT = PK * LDC;
+constexpr int DB_STAGE = DB_K + DB_PT + DB_QT + DB_WT;
 constexpr int DB_KS = PK / 16, DB_KV = PC / 16, DB_XW = (DB_KS + 3 * DB_KV) * 32 * 4;
 template <int W> constexpr int db_words() { return 2 * DB_STAGE + W * DB_XW; }
 
 /* A stage's tiles. */
 struct db_stage {
-    float *K, *P;
-    uint32_t *Qt, *Wt;
+    float *K;
+    uint32_t *Pt, *Qt, *Wt;
 };
 
 __device__ __forceinline__ db_stage db_at(uint32_t *sm, int64_t c)
 {
     db_stage b;
-    b.K = reinterpret_cast<float *>(sm + (c & 1) * DB_STAGE), b.P = b.K + DB_K;
-    b.Qt = reinterpret_cast<uint32_t *>(b.P + DB_P), b.Wt = b.Qt + DB_QT;
+    b.K = reinterpret_cast<float *>(sm + (c & 1) * DB_STAGE);
+    b.Pt = reinterpret_cast<uint32_t *>(b.K + DB_K), b.Qt = b.Pt + DB_PT, b.Wt = b.Qt + DB_QT;
     return b;
 }
 
 /* Starts copying chunk c's tiles into its stage (the copying warp calls
    it).  In a chunk of L < 64 rows (the last, so the first this pass
-   takes) K's rows at or past L are zeroed, and P, which the prep writes
-   only in L x L, is copied element by element with zeros around it; Q^T
-   and W^T come zero-padded from the prep.  IN: float, K's fp32 rows;
+   takes) K's rows at or past L are zeroed; P^T, Q^T and W^T come
+   zero-padded from the prep.  IN: float, K's fp32 rows;
    uint16_t, K's stored bf16 rows, which are the pair tile along the
    features (LDK words a row) that dS^T K^T reads as its B^T. */
 template <typename IN>
@@ -87,12 +89,10 @@ __device__ __forceinline__ void db_issue(uint32_t *sm, const group &g, const hea
     if constexpr (!F32)
         warp_copy_rows_upto<PC, PK / 8, 2 * LDK>(reinterpret_cast<uint16_t *>(b.K),
                                                  h.kb + c * PC * h.qs, h.qs, 0, L);
-    if (L == PC) {
-        if constexpr (F32)
+    if constexpr (F32) {
+        if (L == PC) {
             warp_copy_rows<PC, PK / 4, DB_LDK>(b.K, k, h.qs);
-        warp_copy_rows<PC, PC / 4, DB_LDP>(b.P, w.P, PC);
-    } else {
-        if constexpr (F32) {
+        } else {
 #pragma unroll 4
             for (int e = lane; e < PC * (PK / 4); e += 32) {
                 const int r = e / (PK / 4), x = 4 * (e % (PK / 4));
@@ -103,11 +103,8 @@ __device__ __forceinline__ void db_issue(uint32_t *sm, const group &g, const hea
                         make_float4(0.f, 0.f, 0.f, 0.f);
             }
         }
-        for (int e = lane; e < PC * PC; e += 32) {
-            const int r = e / PC, x = e % PC;
-            b.P[r * DB_LDP + x] = (r < L && x < L) ? w.P[r * PC + x] : 0.f;
-        }
     }
+    warp_copy_rows<PC, PC / 8, LDC>(b.Pt, w.Ptp, LDC);
     warp_copy_rows<PK, PC / 8, LDC>(b.Qt, w.Qtp, LDC);
     warp_copy_rows<PK, PC / 8, LDC>(b.Wt, w.Wtp, LDC);
 }
@@ -225,7 +222,7 @@ __global__ void __launch_bounds__(32 * (NW * W + 1), 1)
         }
         float dv[TH / 8][4];
         zero_tiles(dv);
-        warp_mm_regs_f32b(dv, fo, L, used, [&](int p, int j) { return b.P[p * DB_LDP + i0 + j]; });
+        warp_mm_regs_add(dv, fo, b.Pt + i0 * LDC, LDC, L, used);
         const float gC = expf(gl), dec = i0 + lane < L ? expf(__fsub_rn(gl, gi)) : 0.f;
         for_frags_t<TH / 8>(v0, i0, PK, [&](int n, int e, int, int i, int64_t o) {
             const float dc = row_value(dec, dec, n, e & 1), gm = row_value(gmi, gmi, n, e & 1);

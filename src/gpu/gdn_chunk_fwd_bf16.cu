@@ -14,7 +14,7 @@
  * states pass reads (cws::Wp, cws::Ktp: 16 KB each to copy per chunk and
  * column tile instead of 32, and no conversion in its fragments; no
  * kernel of the group reads W in fp32), and A, T and the pair tiles
- * Q^T, W^T the dstates pass and grads (gdn_chunk_bwd_bf16.cu, which forms
+ * Q^T, W^T, P^T the dstates pass and grads (gdn_chunk_bwd_bf16.cu, which forms
  * Kb, Y, X and D itself) read too when the group runs the backward
  * (group::bwd); output copies P, S'^T and V'^T as prep and the states
  * pass leave them in a forward group (cws::Pp, the pair tile; Stp, Vtp,
@@ -144,6 +144,10 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
                         w.P[i * PC + j] = pm[e];
                     w.A[i * PC + j] = am;
                 }
+            }
+            if (BWD) { /* P^T, the dstates pass's B^T, zero outside j <= i < L */
+                const float pt[1][4] = {{pm[0], pm[1], pm[2], pm[3]}};
+                store_pairs_t<LDC>(w.Ptp, pt, i0, 8 * u, L);
             }
             if (!BWD) /* the output kernel's pair tile, every row and column */
 #pragma unroll
