@@ -34,6 +34,8 @@
  *      last row dot, (10) dg.
  */
 
+#include <type_traits>
+
 #include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_chunk_bf16.cuh"
 #include "gpu/gdn_chunk_grads.cuh"
@@ -118,6 +120,18 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     const float s = h.scale;
     const IN *q = stored<IN>(h.q, h.qb) + t0 * h.qs, *k = stored<IN>(h.k, h.kb) + t0 * h.qs,
              *v = stored<IN>(h.v, h.vb) + t0 * h.vs, *dO = stored<IN>(h.dO, h.dOb) + t0 * h.vs;
+    /* Stored, k's values are K^T's (the prep's pair tile of them, exact):
+       its row dots and the tiles formed from k (Y, Kb^T) read K^T in
+       shared memory instead of global memory, the same floats in the same
+       order. */
+    constexpr bool ST = !std::is_same<IN, float>::value;
+    const uint16_t *KT16 = reinterpret_cast<const uint16_t *>(KT);
+    const auto k_dot = [&](int r, const float *y) {
+        if constexpr (ST)
+            return col_dot<PK>(KT16 + r, 2 * LDC, y + r * FLD);
+        else
+            return row_dot_ld4<PK>(k + r * h.qs, y + r * FLD);
+    };
     const float *beta = h.beta + t0 * h.gs;
     float *dq = h.dq + t0 * h.ks, *dk = h.dk + t0 * h.ks, *dv = h.dv + t0 * h.vs;
 
@@ -189,7 +203,7 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     if (tid < L)
         c1[tid] = row_dot_ld4<PK>(q + tid * h.qs, F + tid * FLD);
     else if (tid >= PC && tid - PC < L)
-        c2[tid - PC] = row_dot_ld4<PK>(k + (tid - PC) * h.qs, F2 + (tid - PC) * FLD);
+        c2[tid - PC] = k_dot(tid - PC, F2);
     else if (tid >= NT - DOT_LANES) /* (5)'s <dS, S'> beside them */
         dot_lane<8>(w.dS, w.Sst, PK * PK, red, tid - (NT - DOT_LANES));
     /* Phase B, staged while the row dots run.  (6) dW = -dV' S^T; (7) dT = dV' X^T (+ dW Y^T
@@ -227,8 +241,20 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     __syncthreads();
     /* Y = diag(gamma) Kb over X; T over S'^T */
     uint32_t *dTm = X0 + C_DTM, *TR = X0 + C_TR;
-    stage_rows<PC, PK, NT>(XY, k, h.qs, L, PK,
-                           [&](int r, float4 x) { return scale4(scale4(x, bet[r]), gam[r]); });
+    if constexpr (ST) /* K^T's columns (tokens) as rows, zero from L */
+        load_row_pairs4<PK, PC, NT>(KT16, 2 * LDC, PK, [&](int p, int c, float4 x0, float4 x1) {
+            const auto y = [&](float4 x) {
+                const int t = 4 * c;
+                return make_float4(__fmul_rn(__fmul_rn(x.x, bet[t]), gam[t]),
+                                   __fmul_rn(__fmul_rn(x.y, bet[t + 1]), gam[t + 1]),
+                                   __fmul_rn(__fmul_rn(x.z, bet[t + 2]), gam[t + 2]),
+                                   __fmul_rn(__fmul_rn(x.w, bet[t + 3]), gam[t + 3]));
+            };
+            put_col_pairs<LDK>(XY, p, c, y(x0), y(x1), PK, same4);
+        });
+    else
+        stage_rows<PC, PK, NT>(XY, k, h.qs, L, PK,
+                               [&](int r, float4 x) { return scale4(scale4(x, bet[r]), gam[r]); });
     stage_rows<PC, PC, NT>(TR, w.T, PC, L, L, same4);
     __syncthreads();
     /* dT += dW Y^T, strict lower part dT'; dY = T^T dW, dk += beta gamma dY,
@@ -252,8 +278,11 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     if (tid < L)
         c1[tid] = row_dot_ld4<PK>(v + tid * h.vs, F + tid * FLD);
     else if (tid >= PC && tid - PC < L)
-        c2[tid - PC] = row_dot_ld4<PK>(k + (tid - PC) * h.qs, F2 + (tid - PC) * FLD);
-    stage_cols<PC, PK, NT>(KbT, k, h.qs, L, [&](int r, float4 x) { return scale4(x, bet[r]); });
+        c2[tid - PC] = k_dot(tid - PC, F2);
+    if constexpr (ST) /* K^T's tokens (columns) scaled, zero from L */
+        scale_pairs<PK, PC, NT>(KbT, KT, [&](int, int t) { return bet[t]; });
+    else
+        stage_cols<PC, PK, NT>(KbT, k, h.qs, L, [&](int r, float4 x) { return scale4(x, bet[r]); });
     {
         float z[NC][4];
         warp_mm_pairs<NC>(z, dTm + i0 * LDC, LDC, TR + jc * LDC, LDC, L, NC);
@@ -298,7 +327,7 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     __syncthreads();
     float *dbo = h.dbeta + t0 * h.gs;
     if (tid < L)
-        dbo[tid * h.gs] = __fadd_rn(dbs[tid], row_dot_ld4<PK>(k + tid * h.qs, F2 + tid * FLD));
+        dbo[tid * h.gs] = __fadd_rn(dbs[tid], k_dot(tid, F2));
     if (tid == NT - 1) /* (10) */
         rev_cumsum(h.dg + t0 * h.gs, h.gs, dG, L);
 }

@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     if constexpr (ST) {
         cp_wait<0>();
         __syncthreads();
-        scale_pair_rows<PC, PK, NT>(KBw, Kw, bet);
+        scale_pairs<PC, PK, NT>(KBw, Kw, [&](int r, int) { return bet[r]; });
     } else {
         load_rows4<PC, PK, NT>(k, h.qs, L, PK, [&](int r, int col, float4 x) {
             put_row_pairs<LDK>(Kw, r, col, x, L, PK, same4);

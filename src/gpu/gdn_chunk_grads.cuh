@@ -106,6 +106,25 @@ __device__ __forceinline__ float row_dot_ld4(const T *x, const float *y)
     return acc;
 }
 
+/* row_dot(x, y, N) for x a column of a bf16 pair tile in shared memory
+   (element j at x[j * ldx], widened exactly) and y as row_dot_ld4 reads
+   it: the same chain. */
+template <int N>
+__device__ __forceinline__ float col_dot(const uint16_t *x, int ldx, const float *y)
+{
+    static_assert(N % 4 == 0, "whole float4s of y");
+    float acc = 0.f;
+#pragma unroll 8
+    for (int j = 0; j < N; j += 4) {
+        const float4 b = *reinterpret_cast<const float4 *>(y + j);
+        acc = fmaf(load1(x + j * ldx), b.x, acc);
+        acc = fmaf(load1(x + (j + 1) * ldx), b.y, acc);
+        acc = fmaf(load1(x + (j + 2) * ldx), b.z, acc);
+        acc = fmaf(load1(x + (j + 3) * ldx), b.w, acc);
+    }
+    return acc;
+}
+
 /* dG[m] += sum_{j<m} z[m][j] - sum_{i>m} z[i][m], in the CPU's order,
    thread m for row m (pair_gates_rows; the caller synchronises before dG
    is read), or the whole block, synchronised (pair_gates). */

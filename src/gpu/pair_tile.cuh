@@ -92,22 +92,23 @@ __device__ __forceinline__ void put_row_pairs(uint32_t *dst, int r, int c, float
         make_uint2(bf16x2_rn(y.x, y.y), bf16x2_rn(y.z, y.w));
 }
 
-/* dst = diag(s) x for pair tiles along the rows (pair_ld<COLS>() words a
-   row, 16-byte aligned): each element widened, scaled by __fmul_rn and
-   rounded, as put_row_pairs with scale4 forms it from the same floats. */
-template <int ROWS, int COLS, int NT>
-__device__ __forceinline__ void scale_pair_rows(uint32_t *dst, const uint32_t *x, const float *s)
+/* dst = x scaled, for pair tiles of ROWS rows along COLS columns
+   (pair_ld<COLS>() words a row, 16-byte aligned): element (r, j) widened,
+   times scale(r, j) by __fmul_rn and rounded, as put_row_pairs with
+   scale4 forms it from the same floats. */
+template <int ROWS, int COLS, int NT, typename S>
+__device__ __forceinline__ void scale_pairs(uint32_t *dst, const uint32_t *x, S scale)
 {
     constexpr int LD = pair_ld<COLS>(), Q = COLS / 8; /* uint4 a row */
     for (int e = threadIdx.x; e < ROWS * Q; e += NT) {
-        const int o = e / Q * LD + 4 * (e % Q);
-        const float b = s[e / Q];
-        const auto sc = [b](uint32_t w) {
-            return bf16x2_rn(__fmul_rn(__uint_as_float(w << 16), b),
-                             __fmul_rn(__uint_as_float(w & 0xffff0000u), b));
+        const int r = e / Q, j = 8 * (e % Q), o = r * LD + j / 2; /* columns j .. j + 7 */
+        const auto sc = [&](uint32_t w, int c) {
+            return bf16x2_rn(__fmul_rn(__uint_as_float(w << 16), scale(r, c)),
+                             __fmul_rn(__uint_as_float(w & 0xffff0000u), scale(r, c + 1)));
         };
         const uint4 v = *reinterpret_cast<const uint4 *>(x + o);
-        *reinterpret_cast<uint4 *>(dst + o) = make_uint4(sc(v.x), sc(v.y), sc(v.z), sc(v.w));
+        *reinterpret_cast<uint4 *>(dst + o) =
+            make_uint4(sc(v.x, j), sc(v.y, j + 2), sc(v.z, j + 4), sc(v.w, j + 6));
     }
 }
 
