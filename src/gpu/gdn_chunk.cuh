@@ -140,13 +140,13 @@ struct cws {
     /* W and K^T as bf16 pair tiles (pair_tile.cuh) for the states pass,
        when group::wpairs, and Q^T and W^T for the dstates pass when the
        group runs the backward too: they lie in dQc, dKc, dW and dY, which
-       only the gradients kernel writes, after both passes; P^T for the
-       dstates pass in D's, which no kernel of such a group uses.  In a forward
-       group with wpairs the prep leaves P, and the states pass S'^T and
-       V'^T, as the output kernel's pair tiles in P's, Sst's and Vp's
-       storage instead of their fp32 values, which only the backward's
-       kernels read. */
-    uint32_t *Wp, *Ktp, *Qtp, *Wtp, *Ptp, *Pp, *Stp, *Vtp;
+       only the gradients kernel writes, after both passes; P as the
+       dstates pass's pair tile (Pbp) in D's, which no kernel of such a
+       group uses.  In a forward group with wpairs the prep leaves P, and
+       the states pass S'^T and V'^T, as the output kernel's pair tiles in
+       P's, Sst's and Vp's storage instead of their fp32 values, which
+       only the backward's kernels read. */
+    uint32_t *Wp, *Ktp, *Qtp, *Wtp, *Pbp, *Pp, *Stp, *Vtp;
 };
 
 __host__ __device__ inline int64_t ws_align(int64_t n) { return (n + 31) / 32 * 32; }
@@ -208,7 +208,7 @@ __device__ inline cws make_cws(const group &g, int C, int K, int V, int64_t hl, 
     w.Ktp = reinterpret_cast<uint32_t *>(w.dKc);
     w.Qtp = reinterpret_cast<uint32_t *>(w.dW);
     w.Wtp = reinterpret_cast<uint32_t *>(w.dY);
-    w.Ptp = reinterpret_cast<uint32_t *>(w.Dm);
+    w.Pbp = reinterpret_cast<uint32_t *>(w.Dm);
     w.Pp = reinterpret_cast<uint32_t *>(w.P);
     w.Stp = reinterpret_cast<uint32_t *>(w.Sst);
     w.Vtp = reinterpret_cast<uint32_t *>(w.Vp);

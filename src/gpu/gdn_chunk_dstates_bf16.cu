@@ -13,14 +13,15 @@
  *
  *   dV'^T = s (dO^T P) + (dS^T K^T) diag(exp(G_last - G_i))
  *           A = dO^T (the lane's dO values, loaded in accumulator layout),
- *           B^T = P^T (the prep's pair tile cws::Ptp, staged);
+ *           B = P (the prep's pair tile cws::Pbp, staged, read by
+ *           ldmatrix .trans);
  *           A = dS^T (acc_to_a), B = K^T (K's fp32 rows, staged, or its
  *           stored bf16 rows, a pair tile);
  *   dS^T <- s tV^T Q + gC dS^T - dV'^T W, tV = diag(gamma) dO
  *           A = tV^T, dV'^T from accumulators; B^T = Q^T, W^T: the prep's
  *           pair tiles cws::Qtp, cws::Wtp, staged.
  *
- * The block's teams share only the staged tiles (K, P^T, Q^T, W^T: 78 KB
+ * The block's teams share only the staged tiles (K, P, Q^T, W^T: 78 KB
  * a chunk), which a warp of their own copies (cp.async) one chunk ahead; G
  * and gamma are read from global memory.
  *
@@ -28,7 +29,7 @@
  * bf16x2_rn where blk_mm rounds them) in the same k-steps from zero, and
  * every elementwise value is the general kernel's fp32 expression, so the
  * results are its bits.  In a last chunk of L < 64 rows the rows at or
- * past L of P (P^T's pairs) and of the lane's dO are zero and the
+ * past L of P and of the lane's dO are zero and the
  * products over the tokens take the k-steps while k0 < L, as
  * blk_mm_direct does there.
  */
@@ -52,28 +53,28 @@ namespace ra_gpu
    After the two stages, each team's exchange: the A fragments of dS'
    (8 k-steps), dO, tV and dV' (4 each). */
 constexpr int DB_LDK = PK + 4;
-constexpr int DB_K = PC * DB_LDK, DB_PT = PC * LDC, DB_QT = PK * LDC, DB_WT = PK * LDC;
-constexpr int DB_STAGE = DB_K + DB_PT + DB_QT + DB_WT;
+constexpr int DB_K = PC * DB_LDK, DB_P = PC * LDC, DB_QT = PK * LDC, DB_WT = PK * LDC;
+constexpr int DB_STAGE = DB_K + DB_P + DB_QT + DB_WT;
 constexpr int DB_KS = PK / 16, DB_KV = PC / 16, DB_XW = (DB_KS + 3 * DB_KV) * 32 * 4;
 template <int W> constexpr int db_words() { return 2 * DB_STAGE + W * DB_XW; }
 
 /* A stage's tiles. */
 struct db_stage {
     float *K;
-    uint32_t *Pt, *Qt, *Wt;
+    uint32_t *P, *Qt, *Wt;
 };
 
 __device__ __forceinline__ db_stage db_at(uint32_t *sm, int64_t c)
 {
     db_stage b;
     b.K = reinterpret_cast<float *>(sm + (c & 1) * DB_STAGE);
-    b.Pt = reinterpret_cast<uint32_t *>(b.K + DB_K), b.Qt = b.Pt + DB_PT, b.Wt = b.Qt + DB_QT;
+    b.P = reinterpret_cast<uint32_t *>(b.K + DB_K), b.Qt = b.P + DB_P, b.Wt = b.Qt + DB_QT;
     return b;
 }
 
 /* Starts copying chunk c's tiles into its stage (the copying warp calls
    it).  In a chunk of L < 64 rows (the last, so the first this pass
-   takes) K's rows at or past L are zeroed; P^T, Q^T and W^T come
+   takes) K's rows at or past L are zeroed; P, Q^T and W^T come
    zero-padded from the prep.  IN: float, K's fp32 rows;
    uint16_t, K's stored bf16 rows, which are the pair tile along the
    features (LDK words a row) that dS^T K^T reads as its B^T. */
@@ -104,7 +105,7 @@ __device__ __forceinline__ void db_issue(uint32_t *sm, const group &g, const hea
             }
         }
     }
-    warp_copy_rows<PC, PC / 8, LDC>(b.Pt, w.Ptp, LDC);
+    warp_copy_rows<PC, PC / 8, LDC>(b.P, w.Pbp, LDC);
     warp_copy_rows<PK, PC / 8, LDC>(b.Qt, w.Qtp, LDC);
     warp_copy_rows<PK, PC / 8, LDC>(b.Wt, w.Wtp, LDC);
 }
@@ -222,7 +223,7 @@ __global__ void __launch_bounds__(32 * (NW * W + 1), 1)
         }
         float dv[TH / 8][4];
         zero_tiles(dv);
-        warp_mm_regs_add(dv, fo, b.Pt + i0 * LDC, LDC, L, used);
+        warp_mm_regs_add<TH / 8, DB_KV, true>(dv, fo, b.P + i0 / 2, LDC, L, used);
         const float gC = expf(gl), dec = i0 + lane < L ? expf(__fsub_rn(gl, gi)) : 0.f;
         for_frags_t<TH / 8>(v0, i0, PK, [&](int n, int e, int, int i, int64_t o) {
             const float dc = row_value(dec, dec, n, e & 1), gm = row_value(gmi, gmi, n, e & 1);

@@ -14,7 +14,7 @@
  * states pass reads (cws::Wp, cws::Ktp: 16 KB each to copy per chunk and
  * column tile instead of 32, and no conversion in its fragments; no
  * kernel of the group reads W in fp32), and A, T and the pair tiles
- * Q^T, W^T, P^T the dstates pass and grads (gdn_chunk_bwd_bf16.cu, which forms
+ * Q^T, W^T, P the dstates pass and grads (gdn_chunk_bwd_bf16.cu, which forms
  * Kb, Y, X and D itself) read too when the group runs the backward
  * (group::bwd); output copies P, S'^T and V'^T as prep and the states
  * pass leave them in a forward group (cws::Pp, the pair tile; Stp, Vtp,
@@ -131,29 +131,30 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
         warp_mm_pairs<8>(dp, Qw + i0 * LDK, LDK, Kw, LDK, PK, used);
 #pragma unroll
         for (int u = 0; u < 8; u++) {
-            float pm[4];
+            float pm[4], am[4];
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int i = i0 + gq + 8 * (e >> 1), j = 8 * u + 2 * t + (e & 1);
                 const float dm = decay(G, L, i, j);
-                const float am = (i < L && j < i) ? __fmul_rn(da[u][e], dm) : 0.f;
-                r3[pairs_at<PC, LDA>(i, j)] = am;
+                am[e] = (i < L && j < i) ? __fmul_rn(da[u][e], dm) : 0.f;
+                r3[pairs_at<PC, LDA>(i, j)] = am[e];
                 pm[e] = (i < L && j <= i) ? __fmul_rn(dp[u][e], dm) : 0.f;
+            }
+            /* P as the pair tile the output kernel (or, in the backward,
+               the dstates pass) reads, every row and column; in the
+               backward A and P in fp32 too, whole (zero outside
+               j <= i < L), two columns a store */
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                const int i = i0 + gq + 8 * hh, j = 8 * u + 2 * t;
+                (BWD ? w.Pbp : w.Pp)[i * LDC + j / 2] = bf16x2_rn(pm[2 * hh], pm[2 * hh + 1]);
                 if (BWD) {
-                    if (i < L && j < L)
-                        w.P[i * PC + j] = pm[e];
-                    w.A[i * PC + j] = am;
+                    *reinterpret_cast<float2 *>(w.P + i * PC + j) =
+                        make_float2(pm[2 * hh], pm[2 * hh + 1]);
+                    *reinterpret_cast<float2 *>(w.A + i * PC + j) =
+                        make_float2(am[2 * hh], am[2 * hh + 1]);
                 }
             }
-            if (BWD) { /* P^T, the dstates pass's B^T, zero outside j <= i < L */
-                const float pt[1][4] = {{pm[0], pm[1], pm[2], pm[3]}};
-                store_pairs_t<LDC>(w.Ptp, pt, i0, 8 * u, L);
-            }
-            if (!BWD) /* the output kernel's pair tile, every row and column */
-#pragma unroll
-                for (int hh = 0; hh < 2; hh++)
-                    w.Pp[(i0 + gq + 8 * hh) * LDC + 4 * u + t] =
-                        bf16x2_rn(pm[2 * hh], pm[2 * hh + 1]);
         }
     }
     if constexpr (BWD && ST) /* Q^T for the dstates pass, from Q's tile before T goes over it */

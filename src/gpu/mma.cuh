@@ -70,19 +70,33 @@ __device__ __forceinline__ unsigned smem_addr(const void *p)
    address of one 16-byte row (lanes 8j to 8j + 7 the rows of matrix j;
    x2 reads the first 16 lanes' addresses); lane l receives row l / 4,
    elements 2 (l % 4) and 2 (l % 4) + 1, of each matrix: the mma
-   fragment layout. */
+   fragment layout.  TRANS (.trans): lane l receives column l / 4, the
+   elements of rows 2 (l % 4) and 2 (l % 4) + 1, the first in the low
+   half: the fragment of the transposed matrix. */
+template <bool TRANS = false>
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], unsigned a)
 {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
+    if constexpr (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(a));
 }
 
+template <bool TRANS = false>
 __device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], unsigned a)
 {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
-                 : "=r"(r[0]), "=r"(r[1])
-                 : "r"(a));
+    if constexpr (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
+                     : "=r"(r[0]), "=r"(r[1])
+                     : "r"(a));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+                     : "=r"(r[0]), "=r"(r[1])
+                     : "r"(a));
 }
 
 /* x rounded to bf16 (nearest even) and widened back to fp32. */

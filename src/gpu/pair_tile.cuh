@@ -209,23 +209,27 @@ __device__ __forceinline__ unsigned bt_lane_row(const uint32_t *b, int ldb)
    the k-step's words).  B's fragments come from ldmatrix, two n-tiles to
    an x4 (the words blk_mm's fragments hold, in a quarter of the
    shared-memory instructions of word loads, whose MIO throttle was 16.7%
-   of the bf16 gradients kernel's stall samples, ncu). */
-template <int NT>
+   of the bf16 gradients kernel's stall samples, ncu).  B: br is instead
+   in B itself, a pair tile along its columns (a_lane_row of the k-step's
+   16 rows, advanced to the first n-tile's words), whose fragments
+   ldmatrix .trans transposes: the same words. */
+template <int NT, bool B = false>
 __device__ __forceinline__ void mma_ntiles(float (&d)[NT][4], const uint32_t (&fa)[4], unsigned br,
                                            int ldb, int used)
 {
 #pragma unroll
     for (int u = 0; u < NT; u += 2) {
-        const unsigned bu = br + (unsigned)(32 * u * ldb); /* 8u rows of 4-byte words */
+        /* 8u rows of B^T, or 4u words of B's rows, on */
+        const unsigned bu = br + (B ? (unsigned)(16 * u) : (unsigned)(32 * u * ldb));
         if (u + 1 < NT && u + 1 < used) {
             uint32_t fb[4];
-            ldmatrix_x4(fb, bu);
+            ldmatrix_x4<B>(fb, bu);
             const uint32_t f0[2] = {fb[0], fb[1]}, f1[2] = {fb[2], fb[3]};
             mma_bf16(d[u], fa, f0);
             mma_bf16(d[u + 1], fa, f1);
         } else if (u < used) {
             uint32_t fb[2];
-            ldmatrix_x2(fb, bu);
+            ldmatrix_x2<B>(fb, bu);
             mma_bf16(d[u], fa, fb);
         }
     }
@@ -251,16 +255,18 @@ __device__ __forceinline__ void warp_mm_pairs_add(float (&d)[NT][4], const uint3
 }
 
 /* warp_mm_pairs_add with A's fragments in registers, fa[s] those of
-   k-step s (KS of them, the k-steps while 16 s < kc taken). */
-template <int NT, int KS>
+   k-step s (KS of them, the k-steps while 16 s < kc taken).  B: b is
+   B's first column in B itself, a pair tile along its columns (ldb words
+   a row, a row per contraction index), instead of B^T's rows. */
+template <int NT, int KS, bool B = false>
 __device__ __forceinline__ void warp_mm_regs_add(float (&d)[NT][4], const uint32_t (&fa)[KS][4],
                                                  const uint32_t *b, int ldb, int kc, int used)
 {
-    const unsigned br = bt_lane_row(b, ldb);
+    const unsigned br = B ? a_lane_row(b, ldb) : bt_lane_row(b, ldb);
 #pragma unroll
     for (int s = 0; s < KS; s++)
-        if (16 * s < kc)
-            mma_ntiles(d, fa[s], br + (unsigned)(32 * s), ldb, used); /* 8 s words */
+        if (16 * s < kc) /* 8 s words of B^T's rows, or 16 s rows of B */
+            mma_ntiles<NT, B>(d, fa[s], br + (unsigned)(B ? 64 * s * ldb : 32 * s), ldb, used);
 }
 
 /* The A fragments of k-steps over a product held as 2 KS n-tiles d (16 x
