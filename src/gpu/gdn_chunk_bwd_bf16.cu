@@ -146,6 +146,23 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
         stage_rows_as<PC, PK, NT>(dOw, dO, h.vs, L);
         cp_commit();
     }
+    /* P and A at the warp's fragments of (2) and (9), read while the
+       tiles stage (in the products' epilogues each load waited its
+       latency, the block with it); the prep writes both whole */
+    float pf[NC][4], af[NC][4];
+    {
+        const int g8 = (tid & 31) >> 2, t = tid & 3;
+#pragma unroll
+        for (int u = 0; u < NC; u++)
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                const int o = (i0 + g8 + 8 * hh) * PC + jc + 8 * u + 2 * t;
+                const float2 p = *reinterpret_cast<const float2 *>(w.P + o),
+                             q = *reinterpret_cast<const float2 *>(w.A + o);
+                pf[u][2 * hh] = p.x, pf[u][2 * hh + 1] = p.y;
+                af[u][2 * hh] = q.x, af[u][2 * hh + 1] = q.y;
+            }
+    }
     for (int i = tid; i < PC; i += NT) {
         const bool in = i < L;
         G[i] = in ? w.G[i] : 0.f, gam[i] = in ? w.gam[i] : 0.f;
@@ -164,13 +181,15 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     {
         float x[NC][4];
         warp_mm_pairs<NC>(x, dOw + i0 * LDK, LDK, Vpw + jc * LDK, LDK, PK, NC);
-        map_frags(x, i0, jc, [&](int i, int j, float d) {
-            if (i >= L || j > i)
-                return 0.f;
-            const float y = __fmul_rn(s, d);
-            if (j < i)
-                F2[i * FLD + j] = __fmul_rn(y, w.P[i * PC + j]);
-            return __fmul_rn(y, decay(G, L, i, j));
+        for_frags<NC>(i0, jc, [&](int u, int e, int i, int j) {
+            float r = 0.f;
+            if (i < L && j <= i) {
+                const float y = __fmul_rn(s, x[u][e]);
+                if (j < i)
+                    F2[i * FLD + j] = __fmul_rn(y, pf[u][e]);
+                r = __fmul_rn(y, decay(G, L, i, j));
+            }
+            x[u][e] = r;
         });
         store_pairs<LDC>(dPr, x, i0, jc, PC);
         store_pairs_t<LDC>(dPt, x, i0, jc, PC);
@@ -300,12 +319,14 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     {
         float x[NC][4];
         warp_mm_pairs<NC>(x, TT + i0 * LDC, LDC, ZT + jc * LDC, LDC, L, NC);
-        map_frags(x, i0, jc, [&](int i, int j, float d) {
-            if (i >= L || j >= i)
-                return 0.f;
-            const float y = -d;
-            F[i * FLD + j] = __fmul_rn(y, w.A[i * PC + j]);
-            return __fmul_rn(y, decay(G, L, i, j));
+        for_frags<NC>(i0, jc, [&](int u, int e, int i, int j) {
+            float r = 0.f;
+            if (i < L && j < i) {
+                const float y = -x[u][e];
+                F[i * FLD + j] = __fmul_rn(y, af[u][e]);
+                r = __fmul_rn(y, decay(G, L, i, j));
+            }
+            x[u][e] = r;
         });
         store_pairs<LDC>(dAr, x, i0, jc, PC);
         store_pairs_t<LDC>(dAt, x, i0, jc, PC);
