@@ -120,23 +120,25 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     const float s = h.scale;
     const IN *q = stored<IN>(h.q, h.qb) + t0 * h.qs, *k = stored<IN>(h.k, h.kb) + t0 * h.qs,
              *v = stored<IN>(h.v, h.vb) + t0 * h.vs, *dO = stored<IN>(h.dO, h.dOb) + t0 * h.vs;
-    /* Stored, k's values are K^T's (the prep's pair tile of them, exact):
-       its row dots and the tiles formed from k (Y, Kb^T) read K^T in
-       shared memory instead of global memory, the same floats in the same
-       order. */
-    constexpr bool ST = !std::is_same<IN, float>::value;
-    const uint16_t *KT16 = reinterpret_cast<const uint16_t *>(KT);
-    const auto k_dot = [&](int r, const float *y) {
-        if constexpr (ST)
-            return col_dot<PK>(KT16 + r, 2 * LDC, y + r * FLD);
-        else
-            return row_dot_ld4<PK>(k + r * h.qs, y + r * FLD);
-    };
     const float *beta = h.beta + t0 * h.gs;
     float *dq = h.dq + t0 * h.ks, *dk = h.dk + t0 * h.ks, *dv = h.dv + t0 * h.vs;
 
     uint32_t *Sst = X0 + A_SST, *dOw = X0 + A_DO, *Vpw = X0 + A_VP, *dSw = X0 + A_DS,
              *QT = X0 + A_QT, *dPr = X0 + A_DPR, *dPt = X0 + A_DPT;
+    /* Stored, k's and q's values are K^T's and Q^T's (the prep's pair
+       tiles of them, exact): their row dots and the tiles formed from k
+       (Y, Kb^T) read K^T and Q^T in shared memory instead of global
+       memory, the same floats in the same order (Q^T lasts until after
+       its row dot). */
+    constexpr bool ST = !std::is_same<IN, float>::value;
+    const uint16_t *KT16 = reinterpret_cast<const uint16_t *>(KT);
+    const auto x_dot = [&](const uint32_t *xt, const IN *x, int r, const float *y) {
+        if constexpr (ST)
+            return col_dot<PK>(reinterpret_cast<const uint16_t *>(xt) + r, 2 * LDC, y + r * FLD);
+        else
+            return row_dot_ld4<PK>(x + r * h.qs, y + r * FLD);
+    };
+    const auto k_dot = [&](int r, const float *y) { return x_dot(KT, k, r, y); };
     {
         /* K^T and Q^T (pair tiles), and dO when stored, by cp.async, in
            flight while the chunk's vectors load */
@@ -220,7 +222,7 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     }
     __syncthreads();
     if (tid < L)
-        c1[tid] = row_dot_ld4<PK>(q + tid * h.qs, F + tid * FLD);
+        c1[tid] = x_dot(QT, q, tid, F);
     else if (tid >= PC && tid - PC < L)
         c2[tid - PC] = k_dot(tid - PC, F2);
     else if (tid >= NT - DOT_LANES) /* (5)'s <dS, S'> beside them */
