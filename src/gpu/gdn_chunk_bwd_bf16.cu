@@ -93,6 +93,8 @@ static_assert(O_F % 4 == 0 && O_F2 % 4 == 0 && FLD % 4 == 0, "16-byte rows for t
 static_assert(O_X % 2 == 0, "8-byte aligned pair tiles (put_row_pairs)");
 static_assert(C_TR + T_C <= A_DO, "T goes over S'^T, which phase B reads first");
 static_assert(C_KBT >= B_DVP && C_END <= B_TT, "Kb^T goes over dV' and Y, below T^T");
+static_assert(PC * LDK <= T_T && (O_X + B_DVPT) % 4 == 0 && C_END <= B_DVPT,
+              "v's rows in dV'^T's space (16-byte aligned), which phase C does not write");
 
 __device__ __forceinline__ float same(int, int, float x) { return x; }
 
@@ -260,8 +262,16 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
         store_rows(F, FLD, x, i0, jk, L, same);
     }
     __syncthreads();
-    /* Y = diag(gamma) Kb over X; T over S'^T */
-    uint32_t *dTm = X0 + C_DTM, *TR = X0 + C_TR;
+    /* Y = diag(gamma) Kb over X; T over S'^T.  Stored, v's rows for phase
+       C's row dot v.dX go by cp.async into dV'^T's space, which phase B
+       has finished with, in flight through this step's products (from
+       global memory, that row dot's loads waited a latency with the
+       block) */
+    uint32_t *dTm = X0 + C_DTM, *TR = X0 + C_TR, *Vr = dVpt;
+    if constexpr (ST) {
+        stage_rows_as<PC, PK, NT>(Vr, v, h.vs, L);
+        cp_commit();
+    }
     if constexpr (ST) /* K^T's columns (tokens) as rows, zero from L */
         load_row_pairs4<PK, PC, NT>(KT16, 2 * LDC, PK, [&](int p, int c, float4 x0, float4 x1) {
             const auto y = [&](float4 x) {
@@ -291,14 +301,20 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
         });
         store_rows(F2, FLD, x, i0, jk, L, same);
     }
+    if constexpr (ST)
+        cp_wait<0>();
     __syncthreads();
 
     /* Phase C.  The row dots v.dX and k.dY (warps 0-3) beside (8) Z = dT'
        T^T, whose transpose is dA's B^T */
     uint32_t *ZT = X0 + C_ZT, *dAr = X0 + C_DAR, *dAt = X0 + C_DAT, *KbT = X0 + C_KBT;
-    if (tid < L)
-        c1[tid] = row_dot_ld4<PK>(v + tid * h.vs, F + tid * FLD);
-    else if (tid >= PC && tid - PC < L)
+    if (tid < L) {
+        if constexpr (ST)
+            c1[tid] = row_dot_ld4<PK>(reinterpret_cast<const uint16_t *>(Vr) + tid * 2 * LDK,
+                                      F + tid * FLD);
+        else
+            c1[tid] = row_dot_ld4<PK>(v + tid * h.vs, F + tid * FLD);
+    } else if (tid >= PC && tid - PC < L)
         c2[tid - PC] = k_dot(tid - PC, F2);
     if constexpr (ST) /* K^T's tokens (columns) scaled, zero from L */
         scale_pairs<PK, PC, NT>(KbT, KT, [&](int, int t) { return bet[t]; });
