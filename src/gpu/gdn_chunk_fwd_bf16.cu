@@ -59,6 +59,8 @@ static_assert(PC * LDC + 2 * PK * LDC <= PREP_R1, "T, Y^T and X^T fit r1");
 static_assert(PC * LDK <= PREP_VS && PREP_VS + PC * LDK <= PREP_TS && PREP_VS % 4 == 0,
               "stored V above K's tile and X^T, below T, 16-byte aligned");
 static_assert(PREP_VEC % 2 == 0, "8-byte aligned pair tiles (put_row_pairs)");
+static_assert(PREP_VEC % 4 == 0 && PREP_TS % 4 == 0 && LDC % 4 == 0,
+              "T's tile in 16-byte aligned rows (read back as uint4)");
 
 /* BWD: the group runs the backward (group::bwd), a kernel of its own so
    that the forward's carries none of the backward's code; IN: float or
@@ -166,8 +168,8 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     }
 
     /* T row by row, each row's pairs (j, j + 1) from the lanes of the even
-       column: the tile along the tokens, and T (st on j <= i < L) for the
-       backward.  Then Y = diag(gamma) Kb, X = diag(beta) V, K^T and Q^T,
+       column: the tile along the tokens.  Then Y = diag(gamma) Kb,
+       X = diag(beta) V, K^T and Q^T,
        which, from global memory, the warps of the later columns (less of
        the substitution) start first. */
     uint32_t *Tw = ST ? r1 + PREP_TS : r1,
@@ -180,10 +182,6 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
             if (p != (i & 1) || (j & 1))
                 return;
             Tw[i * LDC + j / 2] = bf16x2_rn(x0, x1);
-            if (BWD)
-                *reinterpret_cast<float2 *>(w.T + i * PC + j) =
-                    make_float2((i < L && j <= i) ? bf16_round(x0) : x0,
-                                (i < L && j + 1 <= i) ? bf16_round(x1) : x1);
         });
     }
     if constexpr (ST)
@@ -225,6 +223,19 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
         store_pairs_t<LDC>(w.Wtp, d, i0, 0, L);
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Xw, LDC, L, 16);
     store_rows(w.U, PK, d, i0, 0, L, st_bf16);
+    /* T for the gradients kernel, st(T) everywhere (it reads T as bf16,
+       its rows and columns below L): the tile's words widened, written
+       after the substitution rather than from its chain */
+    if (BWD)
+        for (int e = threadIdx.x; e < PC * PC / 8; e += NT) {
+            const int i = e / (PC / 8), jw = 4 * (e % (PC / 8)); /* words jw .. jw + 3 */
+            const uint4 x = *reinterpret_cast<const uint4 *>(Tw + i * LDC + jw);
+            const auto lo = [](uint32_t u) { return __uint_as_float(u << 16); };
+            const auto hi = [](uint32_t u) { return __uint_as_float(u & 0xffff0000u); };
+            float4 *t = reinterpret_cast<float4 *>(w.T + i * PC + 2 * jw);
+            t[0] = make_float4(lo(x.x), hi(x.x), lo(x.y), hi(x.y));
+            t[1] = make_float4(lo(x.z), hi(x.z), lo(x.w), hi(x.w));
+        }
 }
 
 /* output: 256 threads; warp w owns rows 16 (w % 4) and the value columns
