@@ -66,8 +66,9 @@ constexpr int T_R = PC * LDK, T_S = PK * LDK, T_T = PK * LDC, T_C = PC * LDC, T_
    phases' tiles from O_X.  A: S'^T rows, dO, V', dS^T rows, Q^T, dP'
    along its rows and along its columns.  B reuses what A no longer needs:
    dV' over dO, X then Y over V', T^T over dS, then dV'^T, dW along its
-   rows and along its columns.  C: dT' and T over S'^T, then Z^T, dA'
-   along its rows and columns, Kb^T over dV' and Y. */
+   rows and along its columns; reading stored inputs, v's rows over
+   dV'^T from B's second step (Y, T) on.  C: dT' and T over S'^T, then
+   Z^T, dA' along its rows and columns, Kb^T over dV' and Y. */
 enum {
     V_G = 0,
     V_GAM = PC,
