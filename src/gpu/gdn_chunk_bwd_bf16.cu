@@ -272,8 +272,7 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
     if constexpr (ST) {
         stage_rows_as<PC, PK, NT>(Vr, v, h.vs, L);
         cp_commit();
-    }
-    if constexpr (ST) /* K^T's columns (tokens) as rows, zero from L */
+        /* Y from K^T's columns (tokens) as rows, zero from L */
         load_row_pairs4<PK, PC, NT>(KT16, 2 * LDC, PK, [&](int p, int c, float4 x0, float4 x1) {
             const auto y = [&](float4 x) {
                 const int t = 4 * c;
@@ -284,9 +283,10 @@ __global__ void __launch_bounds__(GR_THREADS, 1)
             };
             put_col_pairs<LDK>(XY, p, c, y(x0), y(x1), PK, same4);
         });
-    else
+    } else {
         stage_rows<PC, PK, NT>(XY, k, h.qs, L, PK,
                                [&](int r, float4 x) { return scale4(scale4(x, bet[r]), gam[r]); });
+    }
     stage_rows<PC, PC, NT>(TR, w.T, PC, L, L, same4);
     __syncthreads();
     /* dT += dW Y^T, strict lower part dT'; dY = T^T dW, dk += beta gamma dY,

@@ -87,10 +87,10 @@ __device__ __forceinline__ void db_issue(uint32_t *sm, const group &g, const hea
     const int L = chunk_rows(h, PC, c), lane = threadIdx.x & 31;
     const db_stage b = db_at(sm, c);
     const float *k = h.k + c * PC * h.qs;
-    if constexpr (!F32)
+    if constexpr (!F32) {
         warp_copy_rows_upto<PC, PK / 8, 2 * LDK>(reinterpret_cast<uint16_t *>(b.K),
                                                  h.kb + c * PC * h.qs, h.qs, 0, L);
-    if constexpr (F32) {
+    } else {
         if (L == PC) {
             warp_copy_rows<PC, PK / 4, DB_LDK>(b.K, k, h.qs);
         } else {

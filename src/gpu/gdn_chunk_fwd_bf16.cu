@@ -169,9 +169,8 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
 
     /* T row by row, each row's pairs (j, j + 1) from the lanes of the even
        column: the tile along the tokens.  Then Y = diag(gamma) Kb,
-       X = diag(beta) V, K^T and Q^T,
-       which, from global memory, the warps of the later columns (less of
-       the substitution) start first. */
+       X = diag(beta) V, K^T and Q^T, which, from global memory, the warps
+       of the later columns (less of the substitution) start first. */
     uint32_t *Tw = ST ? r1 + PREP_TS : r1,
              *Yw = ST ? reinterpret_cast<uint32_t *>(r3) : r1 + PC * LDC,
              *Xw = ST ? r1 : r1 + PC * LDC + PK * LDC;
@@ -230,11 +229,9 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
         for (int e = threadIdx.x; e < PC * PC / 8; e += NT) {
             const int i = e / (PC / 8), jw = 4 * (e % (PC / 8)); /* words jw .. jw + 3 */
             const uint4 x = *reinterpret_cast<const uint4 *>(Tw + i * LDC + jw);
-            const auto lo = [](uint32_t u) { return __uint_as_float(u << 16); };
-            const auto hi = [](uint32_t u) { return __uint_as_float(u & 0xffff0000u); };
             float4 *t = reinterpret_cast<float4 *>(w.T + i * PC + 2 * jw);
-            t[0] = make_float4(lo(x.x), hi(x.x), lo(x.y), hi(x.y));
-            t[1] = make_float4(lo(x.z), hi(x.z), lo(x.w), hi(x.w));
+            t[0] = make_float4(bf16_lo(x.x), bf16_hi(x.x), bf16_lo(x.y), bf16_hi(x.y));
+            t[1] = make_float4(bf16_lo(x.z), bf16_hi(x.z), bf16_lo(x.w), bf16_hi(x.w));
         }
 }
 

@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(sb_threads<NW>(), STAGES == 2 ? 2 : 1)
             if (BWD)
                 for_frags_t<KH / 8>(v0, k0, PK, [&](int uu, int e, int, int, int64_t o) {
                     const uint32_t x = own[uu / 2][(uu & 1) * 2 + (e >> 1)];
-                    w0.Sst[off + lk + o] = __uint_as_float((e & 1) ? x & 0xffff0000u : x << 16);
+                    w0.Sst[off + lk + o] = (e & 1) ? bf16_hi(x) : bf16_lo(x);
                 });
             else /* this warp's k-steps of S'^T as the output's fragment tile */
                 store_frags(frag_tile<SB_KS>(reinterpret_cast<uint4 *>(w0.Stp + off), v0),

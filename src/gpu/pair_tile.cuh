@@ -103,8 +103,8 @@ __device__ __forceinline__ void scale_pairs(uint32_t *dst, const uint32_t *x, S 
     for (int e = threadIdx.x; e < ROWS * Q; e += NT) {
         const int r = e / Q, j = 8 * (e % Q), o = r * LD + j / 2; /* columns j .. j + 7 */
         const auto sc = [&](uint32_t w, int c) {
-            return bf16x2_rn(__fmul_rn(__uint_as_float(w << 16), scale(r, c)),
-                             __fmul_rn(__uint_as_float(w & 0xffff0000u), scale(r, c + 1)));
+            return bf16x2_rn(__fmul_rn(bf16_lo(w), scale(r, c)),
+                             __fmul_rn(bf16_hi(w), scale(r, c + 1)));
         };
         const uint4 v = *reinterpret_cast<const uint4 *>(x + o);
         *reinterpret_cast<uint4 *>(dst + o) =

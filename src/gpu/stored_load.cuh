@@ -16,6 +16,11 @@
 namespace ra_gpu
 {
 
+/* The elements of a word of two bf16 (a pair tile's word, or two stored
+   elements), widened: the first, in the low half, and the second. */
+__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
 __device__ __forceinline__ float4 load4(const float *x)
 {
     return *reinterpret_cast<const float4 *>(x);
@@ -24,8 +29,7 @@ __device__ __forceinline__ float4 load4(const float *x)
 __device__ __forceinline__ float4 load4(const uint16_t *x)
 {
     const uint2 w = *reinterpret_cast<const uint2 *>(x); /* element 0 in w.x's low half */
-    return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u),
-                       __uint_as_float(w.y << 16), __uint_as_float(w.y & 0xffff0000u));
+    return make_float4(bf16_lo(w.x), bf16_hi(w.x), bf16_lo(w.y), bf16_hi(w.y));
 }
 
 __device__ __forceinline__ float load1(const float *x) { return *x; }
