@@ -75,7 +75,7 @@ static ra_status refuser(const ra_variant *self, const ra_case *c, ra_tensors *o
 
 #define ROW(fn)                                                                                    \
     {                                                                                              \
-        "gdn.test." #fn, "gdn", "test row", RA_CPU, "f64", RA_FWD, NULL, fn, NULL                  \
+        "gdn.test." #fn, "gdn", "test row", RA_CPU, "f64", RA_FWD, NULL, fn, NULL, NULL            \
     }
 
 static ra_case c;

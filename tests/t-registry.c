@@ -23,11 +23,11 @@
  * Expected values come from the documented naming scheme (the CPU variant
  * names of tests/testutil.c), from the glob semantics of POSIX fnmatch worked by hand, and
  * from the rules the registry documents (name alphabet, caps consistency,
- * duplicates).  Plugins: the three broken objects built from
- * tests/plugin-bad.c (bad ABI version, no ABI symbol, a bad variant row)
- * and the example plugin, found under $top_builddir (exported by make
- * check); when that variable is absent the plugin tests are skipped with
- * a note rather than guessed.
+ * duplicates).  Plugins: the broken objects built from tests/plugin-bad.c
+ * (bad ABI version, the next ABI version, no ABI symbol, a bad variant
+ * row), the ABI-3 plugin tests/plugin-abi3.c and the example plugin, found
+ * under $top_builddir (exported by make check); when that variable is
+ * absent the plugin tests are skipped with a note rather than guessed.
  */
 
 static ra_status fwd(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
@@ -124,7 +124,8 @@ START_TEST(special_add)
 {
     ra_registry *r;
     ck_assert_int_eq(ra_registry_new_empty(&r), RA_OK);
-    ra_variant v = {"gdn.test.one", "gdn", "one line", RA_CPU, "f64", RA_FWD | RA_BWD, NULL, fwd, bwd};
+    ra_variant v = {"gdn.test.one",  "gdn", "one line", RA_CPU, "f64",
+                    RA_FWD | RA_BWD, NULL,  fwd,        bwd,    NULL};
     ck_assert_int_eq(ra_registry_add(r, &v), RA_OK);
     ck_assert_uint_eq(ra_registry_count(r), 1);
 
@@ -132,7 +133,16 @@ START_TEST(special_add)
     v.caps = RA_FWD;
     ck_assert_uint_eq(ra_registry_find(r, "gdn.test.one")->caps, RA_FWD | RA_BWD);
 
-    ra_variant dup = {"gdn.test.one", "gdn", "again", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL};
+    /* forward_backward beside a backward is kept with the row. */
+    ra_variant both = v;
+    both.name = "gdn.test.both";
+    both.caps = RA_FWD | RA_BWD;
+    both.forward_backward = fwd;
+    ck_assert_int_eq(ra_registry_add(r, &both), RA_OK);
+    ck_assert_ptr_eq(ra_registry_find(r, "gdn.test.both")->forward_backward, fwd);
+    ck_assert_ptr_null(ra_registry_find(r, "gdn.test.one")->forward_backward);
+
+    ra_variant dup = {"gdn.test.one", "gdn", "again", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, NULL};
     ck_assert_int_eq(ra_registry_add(r, &dup), RA_EINVAL);
     tu_has(ra_last_error(), "already registered");
 
@@ -140,24 +150,33 @@ START_TEST(special_add)
         ra_variant v;
         const char *msg;
     } bad[] = {
-        {{"gdn test", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "variant name 'gdn test'"},
-        {{"", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "variant name ''"},
-        {{NULL, "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "variant name '(null)'"},
-        {{"gdn.x;rm", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "gdn.x;rm"},
-        {{"gdn.x", "", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "op ''"},
-        {{"gdn.x", "gdn", "two\nlines", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "one non-empty line"},
-        {{"gdn.x", "gdn", NULL, RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "one non-empty line"},
-        {{"gdn.x", "gdn", "d", (ra_device)7, "f64", RA_FWD, NULL, fwd, NULL}, "device 7"},
-        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_BWD, NULL, NULL, bwd}, "needs RA_FWD"},
-        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, NULL, NULL}, "needs RA_FWD"},
-        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD | RA_BWD, NULL, fwd, NULL}, "RA_BWD and the backward"},
-        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, bwd}, "RA_BWD and the backward"},
-        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD | (1u << 7), NULL, fwd, NULL},
+        {{"gdn test", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, NULL},
+         "variant name 'gdn test'"},
+        {{"", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, NULL}, "variant name ''"},
+        {{NULL, "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, NULL}, "variant name '(null)'"},
+        {{"gdn.x;rm", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, NULL}, "gdn.x;rm"},
+        {{"gdn.x", "", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, NULL}, "op ''"},
+        {{"gdn.x", "gdn", "two\nlines", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, NULL},
+         "one non-empty line"},
+        {{"gdn.x", "gdn", NULL, RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, NULL},
+         "one non-empty line"},
+        {{"gdn.x", "gdn", "d", (ra_device)7, "f64", RA_FWD, NULL, fwd, NULL, NULL}, "device 7"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_BWD, NULL, NULL, bwd, NULL}, "needs RA_FWD"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, NULL, NULL, NULL}, "needs RA_FWD"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD | RA_BWD, NULL, fwd, NULL, NULL},
+         "RA_BWD and the backward"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, bwd, NULL},
+         "RA_BWD and the backward"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, fwd},
+         "forward_backward needs RA_BWD and a backward"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "f64", RA_FWD | (1u << 7), NULL, fwd, NULL, NULL},
          "capability bits 0x80 are not defined for op gdn"},
-        {{"gdn.x", "nope", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL}, "op 'nope' is not an operation"},
-        {{"gdn.x", "gdn", "d", RA_CPU, "fp32", RA_FWD, NULL, fwd, NULL},
+        {{"gdn.x", "nope", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, NULL},
+         "op 'nope' is not an operation"},
+        {{"gdn.x", "gdn", "d", RA_CPU, "fp32", RA_FWD, NULL, fwd, NULL, NULL},
          "precision class 'fp32' is not one of"},
-        {{"gdn.x", "gdn", "d", RA_CPU, NULL, RA_FWD, NULL, fwd, NULL}, "precision class '(null)'"},
+        {{"gdn.x", "gdn", "d", RA_CPU, NULL, RA_FWD, NULL, fwd, NULL, NULL},
+         "precision class '(null)'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ck_assert_int_eq(ra_registry_add(r, &bad[i].v), RA_EINVAL);
@@ -167,11 +186,11 @@ START_TEST(special_add)
     char name[82];
     memset(name, 'a', 81);
     name[81] = '\0';
-    ra_variant longv = {name, "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL};
+    ra_variant longv = {name, "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd, NULL, NULL};
     ck_assert_int_eq(ra_registry_add(r, &longv), RA_EINVAL);
     name[80] = '\0';
     ck_assert_int_eq(ra_registry_add(r, &longv), RA_OK);
-    ck_assert_uint_eq(ra_registry_count(r), 2);
+    ck_assert_uint_eq(ra_registry_count(r), 3);
     ra_registry_free(r);
 }
 END_TEST
@@ -191,8 +210,10 @@ START_TEST(special_caps_and_table)
 
     ra_registry *r;
     ck_assert_int_eq(ra_registry_new_empty(&r), RA_OK);
-    ra_variant a = {"gdn.t.a", "gdn", "doc a", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_H0, NULL, fwd, NULL};
-    ra_variant b = {"gdn.t.b", "gdn", "doc b", RA_CUDA, "f64", RA_FWD | RA_BWD, NULL, fwd, bwd};
+    ra_variant a = {"gdn.t.a", "gdn", "doc a", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_H0,
+                    NULL,      fwd,   NULL,    NULL};
+    ra_variant b = {"gdn.t.b",       "gdn", "doc b", RA_CUDA, "f64",
+                    RA_FWD | RA_BWD, NULL,  fwd,     bwd,     NULL};
     ck_assert_int_eq(ra_registry_add(r, &a), RA_OK);
     ck_assert_int_eq(ra_registry_add(r, &b), RA_OK);
     ra_table *t;
@@ -227,7 +248,10 @@ START_TEST(data_plugins)
     size_t n0 = ra_registry_count(r);
 
     ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_EUNSUPPORTED);
-    tu_has(ra_last_error(), path, "ABI version 1003, this recaudit expects 3");
+    tu_has(ra_last_error(), path, "ABI version 1004, this recaudit expects 3 to 4");
+    path = tu_buildpath("tests/.libs/libnextabi.so");
+    ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_EUNSUPPORTED);
+    tu_has(ra_last_error(), path, "ABI version 5, this recaudit expects 3 to 4");
 
     path = tu_buildpath("tests/.libs/libnoabi.so");
     ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_ENOTFOUND);
@@ -254,11 +278,21 @@ START_TEST(data_plugins)
     ck_assert_ptr_nonnull(v);
     ck_assert_str_eq(ra_registry_origin_of(r, v), path);
     ck_assert_str_eq(ra_registry_origin(r, n0), path);
-    ck_assert_uint_eq(v->caps,
-                      RA_FWD | RA_BWD | RA_GDN_CAP_H0 | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL);
+    ck_assert_uint_eq(v->caps, RA_FWD | RA_BWD | RA_GDN_CAP_H0 | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL);
     ck_assert_int_eq(ra_registry_load_plugin(r, path), RA_EINVAL);
     tu_has(ra_last_error(), "already registered");
     ck_assert_uint_eq(ra_registry_count(r), n0 + 1);
+
+    /* An ABI-3 plugin loads; its row ends before forward_backward, so the
+       row has none (the plugin put a function right after its row). */
+    path = tu_buildpath("tests/.libs/libabi3.so");
+    ck_assert_msg(ra_registry_load_plugin(r, path) == RA_OK, "%s", ra_last_error());
+    v = ra_registry_find(r, "gdn.abi3.f64");
+    ck_assert_ptr_nonnull(v);
+    ck_assert_ptr_nonnull(v->forward);
+    ck_assert_ptr_nonnull(v->backward);
+    ck_assert_ptr_null(v->forward_backward);
+    ck_assert_uint_eq(v->caps, RA_FWD | RA_BWD | RA_GDN_CAP_H0 | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL);
     ra_registry_free(r);
 
     /* ra_registry_new_with_plugins: a failing plugin leaves nothing. */

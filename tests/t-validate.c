@@ -172,15 +172,14 @@ END_TEST
 /* --- test variants --------------------------------------------------------------------- */
 
 static ra_status fwd_unsupported(const ra_variant *self, const ra_case *c, ra_tensors *out,
-                                  ra_run *run)
+                                 ra_run *run)
 {
     (void)self;
     (void)c, (void)out, (void)run;
     RA_ERROR("gdn.t.unsup: needs K <= 2", RA_EUNSUPPORTED);
 }
 
-static ra_status fwd_error(const ra_variant *self, const ra_case *c, ra_tensors *out,
-                            ra_run *run)
+static ra_status fwd_error(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
 {
     (void)self;
     (void)c, (void)out, (void)run;
@@ -188,8 +187,7 @@ static ra_status fwd_error(const ra_variant *self, const ra_case *c, ra_tensors 
 }
 
 /* Zeros of the right shapes: o [B,T,Hv,V], ht [B,Hv,K,V]. */
-static ra_status fwd_zero(const ra_variant *self, const ra_case *c, ra_tensors *out,
-                           ra_run *run)
+static ra_status fwd_zero(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
 {
     (void)self;
     (void)run;
@@ -223,10 +221,11 @@ static ra_case tiny_case(int h0, int hv, int T, int l2norm)
 
 START_TEST(special_supports)
 {
-    ra_variant all = {"gdn.t.all", "gdn", "d",      RA_CPU, "f64", RA_FWD | RA_BWD | RA_GDN_CAPS_ALL,
-                      NULL,        fwd_zero, bwd_clash};
-    ra_variant bare = {"gdn.t.bare", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd_zero, NULL};
-    ra_variant other = {"glr.t", "glr", "d", RA_CPU, "f64", RA_FWD, NULL, fwd_zero, NULL};
+    ra_variant all = {
+        "gdn.t.all", "gdn",    "d",       RA_CPU, "f64", RA_FWD | RA_BWD | RA_GDN_CAPS_ALL,
+        NULL,        fwd_zero, bwd_clash, NULL};
+    ra_variant bare = {"gdn.t.bare", "gdn", "d", RA_CPU, "f64", RA_FWD, NULL, fwd_zero, NULL, NULL};
+    ra_variant other = {"glr.t", "glr", "d", RA_CPU, "f64", RA_FWD, NULL, fwd_zero, NULL, NULL};
     char why[256];
     ra_case c = tiny_case(1, 2, 100, 1);
     ck_assert(ra_variant_supports(&all, &c, 1, why, sizeof why));
@@ -434,14 +433,15 @@ END_TEST
 static ra_registry *test_registry(void)
 {
     static const ra_variant vs[] = {
-        {"gdn.t.unsup", "gdn", "refuses", RA_CPU, "f64", RA_FWD | RA_BWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL,
-         NULL, fwd_unsupported, bwd_clash},
-        {"gdn.t.err", "gdn", "fails", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
-         fwd_error, NULL},
-        {"gdn.t.zero", "gdn", "zeros", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
-         fwd_zero, NULL},
-        {"gdn.t.noh0", "gdn", "no h0", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL,
-         fwd_zero, NULL},
+        {"gdn.t.unsup", "gdn", "refuses", RA_CPU, "f64",
+         RA_FWD | RA_BWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL, NULL, fwd_unsupported, bwd_clash,
+         NULL},
+        {"gdn.t.err", "gdn", "fails", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL,
+         NULL, fwd_error, NULL, NULL},
+        {"gdn.t.zero", "gdn", "zeros", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL,
+         NULL, fwd_zero, NULL, NULL},
+        {"gdn.t.noh0", "gdn", "no h0", RA_CPU, "f64", RA_FWD | RA_GDN_CAP_GQA | RA_GDN_CAP_TAIL,
+         NULL, fwd_zero, NULL, NULL},
     };
     ra_registry *r;
     ck_assert_int_eq(ra_registry_new(&r), RA_OK); /* gdn.cpu.* */

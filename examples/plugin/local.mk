@@ -36,10 +36,14 @@ TESTS += tests/plugin-class.sh
 EXTRA_DIST += tests/plugin-class.sh
 
 # Broken plugins for the loader's error messages (tests/plugin-errors.sh).
-check_LTLIBRARIES += tests/libbadabi.la tests/liboldabi.la tests/libnoabi.la tests/libbadrow.la
+check_LTLIBRARIES += tests/libbadabi.la tests/libnextabi.la tests/liboldabi.la tests/libnoabi.la \
+	tests/libbadrow.la
 tests_libbadabi_la_SOURCES = tests/plugin-bad.c
 tests_libbadabi_la_CPPFLAGS = -I$(top_srcdir)/include -DBAD_ABI
 tests_libbadabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_libnextabi_la_SOURCES = tests/plugin-bad.c
+tests_libnextabi_la_CPPFLAGS = -I$(top_srcdir)/include -DNEXT_ABI
+tests_libnextabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 tests_liboldabi_la_SOURCES = tests/plugin-bad.c
 tests_liboldabi_la_CPPFLAGS = -I$(top_srcdir)/include -DOLD_ABI
 tests_liboldabi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
@@ -53,6 +57,16 @@ tests_libbadrow_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 TESTS += tests/plugin-example.sh tests/plugin-defect.sh tests/plugin-errors.sh tests/check-verdict.sh
 EXTRA_DIST += tests/plugin-example.sh tests/plugin-defect.sh tests/plugin-errors.sh tests/check-verdict.sh \
 	tests/plugin-lib.sh
+
+# A plugin built for ABI 3, whose rows end before forward_backward
+# (tests/plugin-abi3.sh).
+check_LTLIBRARIES += tests/libabi3.la
+tests_libabi3_la_SOURCES = tests/plugin-abi3.c
+tests_libabi3_la_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/examples/plugin
+tests_libabi3_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+tests_libabi3_la_LIBADD = -lm
+TESTS += tests/plugin-abi3.sh
+EXTRA_DIST += tests/plugin-abi3.sh
 
 # ra_plugin_abi_version of the wrong type (tests/regress-abi-symbol-type.sh).
 check_LTLIBRARIES += tests/libfuncabi.la tests/libstrabi.la

@@ -12,11 +12,11 @@
  *     int ra_plugin_register(ra_registry *r);   // calls ra_registry_add
  *
  * and running `recaudit validate --plugin ./libmine.so`.  The loader refuses
- * a plugin whose ra_plugin_abi_version differs from its own, naming both
- * versions.  The functions declared below are exported by the recaudit
- * executable, which the plugin links against at load time (build the
- * plugin with unresolved ra_* symbols allowed, the default for shared
- * objects).
+ * a plugin whose ra_plugin_abi_version it does not know (below 3, above its
+ * own), naming both versions.  The functions declared below are exported
+ * by the recaudit executable, which the plugin links against at load time
+ * (build the plugin with unresolved ra_* symbols allowed, the default for
+ * shared objects).
  *
  * Contract of forward(self, c, out, run): self is the variant's own row
  * (its data pointer carries the configuration, so one function serves
@@ -50,7 +50,9 @@
  * ra_run lost its test-only faults field.  The case-parameter readers
  * ra_case_param_bool/double/int were exported from the start (the
  * executable exports all of its ra_* API) and are declared here since;
- * a plugin that calls them loads into any version-3 recaudit.
+ * a plugin that calls them loads into any version-3 recaudit.  4 — the
+ * optional forward_backward (a training step in one call) at the end of
+ * ra_variant; version-3 plugins still load (their rows have none).
  */
 
 #include "recaudit/types.h"
@@ -59,7 +61,7 @@
 extern "C" {
 #endif
 
-#define RA_PLUGIN_ABI_VERSION 3
+#define RA_PLUGIN_ABI_VERSION 4
 
 /* The precision classes a variant may declare (ra_variant.pclass). */
 #define RA_PCLASSES "f64", "f32", "ieee", "tf32", "tf32x3", "bf16"
@@ -100,6 +102,13 @@ struct ra_variant {
     const void *data; /* the implementation's configuration for this row */
     ra_variant_fn *forward;
     ra_variant_fn *backward; /* NULL without RA_BWD */
+    /* Optional (ABI 4), only with RA_BWD: a training step, the outputs and
+       the gradients in one call, the backward reusing what the forward
+       kept (so it may skip recomputing it).  It must give the bits that
+       forward then backward give: bench times it as the fwd+bwd row and
+       refuses a row whose tensors differ from the separate calls'.  NULL:
+       fwd+bwd is the forward's time plus the backward's. */
+    ra_variant_fn *forward_backward;
 };
 
 typedef struct ra_registry ra_registry;

@@ -138,14 +138,30 @@ static ra_status result_init(ra_case *result, const ra_variant *v, const ra_case
     return ra_kv_set(&result->params, "variant", v->name);
 }
 
+/* fn (v's forward or forward_backward, named what) into an initialised
+   result; a call that returns nothing is the variant's bug, not a pass. */
+static ra_status run_into(ra_case *result, const ra_variant *v, ra_variant_fn *fn, const char *what,
+                          const ra_case *c, ra_run *run)
+{
+    RA_TRY(result_init(result, v, c));
+    ra_status st = fn(v, c, &result->tensors, run);
+    if (st == RA_OK && result->tensors.n == 0)
+        RA_ERRORF(RA_EINTERNAL, "variant %s: %s returned no output", v->name, what);
+    return st;
+}
+
 ra_status ra_variant_run_forward(ra_case *result, const ra_variant *v, const ra_case *c,
                                  ra_run *run)
 {
-    RA_TRY(result_init(result, v, c));
-    ra_status st = v->forward(v, c, &result->tensors, run);
-    if (st == RA_OK && result->tensors.n == 0)
-        RA_ERRORF(RA_EINTERNAL, "variant %s: forward returned no output", v->name);
-    return st;
+    return run_into(result, v, v->forward, "forward", c, run);
+}
+
+ra_status ra_variant_run_forward_backward(ra_case *result, const ra_variant *v, const ra_case *c,
+                                          ra_run *run)
+{
+    if (!v->forward_backward)
+        RA_ERRORF(RA_EINVAL, "variant %s: no forward_backward", v->name);
+    return run_into(result, v, v->forward_backward, "forward_backward", c, run);
 }
 
 ra_status ra_variant_run_backward(ra_case *result, const ra_variant *v, const ra_case *c,

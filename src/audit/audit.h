@@ -103,6 +103,11 @@ ra_status ra_variant_run_forward(ra_case *result, const ra_variant *v, const ra_
                                  ra_run *run);
 ra_status ra_variant_run_backward(ra_case *result, const ra_variant *v, const ra_case *c,
                                   ra_run *run);
+/* Both in v's one call (forward_backward; RA_EINVAL for a variant without
+   it): result initialised as by the forward, with the outputs and the
+   gradients. */
+ra_status ra_variant_run_forward_backward(ra_case *result, const ra_variant *v, const ra_case *c,
+                                          ra_run *run);
 
 /* Appends a row without metrics (a skip, an error, a missing tensor) with
    the note formatted from fmt and counts its verdict. */

@@ -4,15 +4,20 @@
  * Each repetition runs the forward into a fresh result and then, when the
  * case asks for gradients, the backward into another (the ABI's backward
  * recomputes what it needs from the case, as a training step's backward
- * does).  The median is the statistic: GPU and CPU timings have a long
- * upper tail (clock ramps, other processes), which the min and max columns
- * show.  Times come from the variant when it sets ra_run.elapsed_ms, else
- * from the monotonic clock around the call.
+ * does); a variant with forward_backward then runs that one call into a
+ * third.  Its time is the fwd+bwd row, and its tensors must be the
+ * separate calls' bit for bit: the fused call may skip recomputing, never
+ * change the arithmetic, and a row whose bits differ is failed.  The
+ * median is the statistic: GPU and CPU timings have a long upper tail
+ * (clock ramps, other processes), which the min and max columns show.
+ * Times come from the variant when it sets ra_run.elapsed_ms, else from
+ * the monotonic clock around the call.
  */
 
 #include <config.h>
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +25,7 @@
 
 #include "audit/audit.h"
 #include "audit/bench.h"
+#include "core/tensor.h"
 #include "gpu/clock_probe.h"
 
 void ra_bench_opts_init(ra_bench_opts *o)
@@ -97,10 +103,20 @@ static double role_bytes(const ra_case *c, const ra_op *op, ra_role role)
     return sum;
 }
 
-/* One call of v's forward (bwd = 0) or backward on c into a fresh result;
-   its time in *ms, *self_timed when the variant timed itself. */
-static ra_status timed_call(double *ms, int *self_timed, ra_case *result, const ra_variant *v,
-                            const ra_case *c, int bwd, int threads)
+typedef struct bench_times {
+    double *fwd, *bwd, *sum; /* reps each; sum: fwd + bwd, or the fused call's */
+    int self_timed;          /* every call timed itself */
+    ra_case res_f, res_b;    /* the last results: bytes written */
+    ra_case res_fb;          /* the last fused result (forward_backward) */
+} bench_times;
+
+/* ra_variant_run_forward, _backward or _forward_backward. */
+typedef ra_status run_fn(ra_case *result, const ra_variant *v, const ra_case *c, ra_run *run);
+
+/* One call on c into a fresh result; its time in *ms, and bt->self_timed
+   cleared unless the variant timed itself. */
+static ra_status timed_call(double *ms, bench_times *bt, ra_case *result, run_fn *call,
+                            const ra_variant *v, const ra_case *c, int threads)
 {
     ra_case_clear(result);
     ra_case_init(result);
@@ -109,40 +125,99 @@ static ra_status timed_call(double *ms, int *self_timed, ra_case *result, const 
     run.threads = threads;
     run.elapsed_ms = -1;
     const double t0 = now_ms();
-    ra_status st = bwd ? ra_variant_run_backward(result, v, c, &run)
-                       : ra_variant_run_forward(result, v, c, &run);
+    ra_status st = call(result, v, c, &run);
     const double wall = now_ms() - t0;
-    *self_timed = run.elapsed_ms >= 0;
-    *ms = *self_timed ? run.elapsed_ms : wall;
+    bt->self_timed &= run.elapsed_ms >= 0;
+    *ms = run.elapsed_ms >= 0 ? run.elapsed_ms : wall;
     return st;
 }
 
-typedef struct bench_times {
-    double *fwd, *bwd, *sum; /* reps each */
-    int self_timed;          /* every call timed itself */
-    ra_case res_f, res_b;    /* the last results: bytes written */
-} bench_times;
-
-/* Warm-up and repetitions of v on c; the error of the first failing call. */
-static ra_status measure(bench_times *bt, const ra_variant *v, const ra_case *c, int bwd,
+/* Warm-up and repetitions of v on c (the fused call too when fused); the
+   error of the first failing call. */
+static ra_status measure(bench_times *bt, const ra_variant *v, const ra_case *c, int bwd, int fused,
                          const ra_bench_opts *o)
 {
     bt->self_timed = 1;
     for (int i = 0; i < o->warmup + o->reps; i++) {
-        double tf = 0, tb = 0;
-        int self;
-        RA_TRY(timed_call(&tf, &self, &bt->res_f, v, c, 0, o->threads));
-        bt->self_timed &= self;
-        if (bwd) {
-            RA_TRY(timed_call(&tb, &self, &bt->res_b, v, c, 1, o->threads));
-            bt->self_timed &= self;
-        }
+        double tf = 0, tb = 0, tfb = 0;
+        RA_TRY(timed_call(&tf, bt, &bt->res_f, ra_variant_run_forward, v, c, o->threads));
+        if (bwd)
+            RA_TRY(timed_call(&tb, bt, &bt->res_b, ra_variant_run_backward, v, c, o->threads));
+        if (fused)
+            RA_TRY(timed_call(&tfb, bt, &bt->res_fb, ra_variant_run_forward_backward, v, c,
+                              o->threads));
         if (i >= o->warmup) {
             const int r = i - o->warmup;
-            bt->fwd[r] = tf, bt->bwd[r] = tb, bt->sum[r] = tf + tb;
+            bt->fwd[r] = tf, bt->bwd[r] = tb, bt->sum[r] = fused ? tfb : tf + tb;
         }
     }
     return RA_OK;
+}
+
+/* How tensor t of the separate calls and the fused call's u (NULL: absent)
+   differ, into why; 0 when they are the same bits. */
+static int tensor_differs(char *why, size_t len, const ra_tensor *t, const ra_tensor *u)
+{
+    if (!u) {
+        snprintf(why, len, "'%s' missing", t->name);
+        return 1;
+    }
+    if (u->dtype != t->dtype) {
+        snprintf(why, len, "'%s' dtype %s, separate calls %s", t->name, ra_dtype_name(u->dtype),
+                 ra_dtype_name(t->dtype));
+        return 1;
+    }
+    if (!ra_shape_equal(u->ndim, u->shape, t->ndim, t->shape)) {
+        char a[48], b[48]; /* shapes of a few dims; longer ones truncated */
+        ra_shape_format(a, sizeof a, u->ndim, u->shape);
+        ra_shape_format(b, sizeof b, t->ndim, t->shape);
+        snprintf(why, len, "'%s' shape %s, separate calls %s", t->name, a, b);
+        return 1;
+    }
+    const size_t es = ra_dtype_size(t->dtype);
+    int64_t n = 0;
+    for (int64_t i = 0; i < t->numel; i++)
+        n += memcmp((const char *)t->data + i * es, (const char *)u->data + i * es, es) != 0;
+    if (n)
+        snprintf(why, len, "'%s' %lld of %lld elements differ", t->name, (long long)n,
+                 (long long)t->numel);
+    return n != 0;
+}
+
+/* Whether the fused result fb holds exactly the tensors of the separate
+   results f and b, bit for bit; the first difference in why. */
+static int fused_differs(char *why, size_t len, const ra_case *fb, const ra_case *f,
+                         const ra_case *b)
+{
+    const ra_tensors *sep[] = {&f->tensors, &b->tensors};
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < sep[s]->n; i++) {
+            const ra_tensor *t = sep[s]->items[i];
+            if (tensor_differs(why, len, t, ra_tensors_find(&fb->tensors, t->name)))
+                return 1;
+        }
+    for (size_t i = 0; i < fb->tensors.n; i++) {
+        const char *name = fb->tensors.items[i]->name;
+        if (!ra_tensors_find(&f->tensors, name) && !ra_tensors_find(&b->tensors, name)) {
+            snprintf(why, len, "'%s' not given by the separate calls", name);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Marks row failed (counted in rows), its note "failed: " and the reason. */
+static void row_fail(ra_bench_rows *rows, ra_bench_row *row, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void row_fail(ra_bench_rows *rows, ra_bench_row *row, const char *fmt, ...)
+{
+    row->failed = 1;
+    rows->failed++;
+    const int w = snprintf(row->note, sizeof row->note, "failed: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(row->note + w, sizeof row->note - (size_t)w, fmt, ap);
+    va_end(ap);
 }
 
 static ra_status bench_variant(ra_bench_rows *rows, const ra_variant *v, const ra_case *c,
@@ -155,25 +230,23 @@ static ra_status bench_variant(ra_bench_rows *rows, const ra_variant *v, const r
         snprintf(row->note, sizeof row->note, "skipped: %s", why);
         return RA_OK;
     }
+    const int fused = bwd && v->forward_backward;
     bench_times bt;
     memset(&bt, 0, sizeof bt);
     ra_case_init(&bt.res_f);
     ra_case_init(&bt.res_b);
+    ra_case_init(&bt.res_fb);
     double *buf = calloc(3 * (size_t)o->reps, sizeof *buf);
     if (!buf)
         RA_ERROR("bench: out of memory for the timings", RA_ENOMEM);
     bt.fwd = buf, bt.bwd = buf + o->reps, bt.sum = buf + 2 * o->reps;
-    ra_status st = measure(&bt, v, c, bwd, o);
+    ra_status st = measure(&bt, v, c, bwd, fused, o);
     if (st != RA_OK) {
         const ra_status err = st;
         const char *reason = ra_last_error();
         st = row_new(&row, rows, v, bwd ? "fwd+bwd" : "fwd");
-        if (st == RA_OK) {
-            row->failed = 1;
-            rows->failed++;
-            snprintf(row->note, sizeof row->note, "failed: %s",
-                     reason && *reason ? reason : ra_strstatus(err));
-        }
+        if (st == RA_OK)
+            row_fail(rows, row, "%s", reason && *reason ? reason : ra_strstatus(err));
     } else {
         const double in = role_bytes(c, op, RA_ROLE_INPUT);
         const double cot = role_bytes(c, op, RA_ROLE_COTANGENT);
@@ -184,12 +257,13 @@ static ra_status bench_variant(ra_bench_rows *rows, const ra_variant *v, const r
         const char *timer = !bt.self_timed        ? "wall"
                             : v->device == RA_CUDA ? "events"
                                                    : "variant";
+        /* The fused call reads the inputs once, the two separate calls each. */
         struct {
             const char *dir;
             double *x, flops, bytes;
         } d[3] = {{"fwd", bt.fwd, ff, in + out},
                   {"bwd", bt.bwd, fb, in + cot + grad},
-                  {"fwd+bwd", bt.sum, ff + fb, 2 * in + out + cot + grad}};
+                  {"fwd+bwd", bt.sum, ff + fb, (fused ? 1 : 2) * in + out + cot + grad}};
         for (int k = 0; st == RA_OK && k < (bwd ? 3 : 1); k++) {
             st = row_new(&row, rows, v, d[k].dir);
             if (st == RA_OK) {
@@ -199,10 +273,20 @@ static ra_status bench_variant(ra_bench_rows *rows, const ra_variant *v, const r
                 row->bytes = d[k].bytes;
             }
         }
+        if (st == RA_OK && fused) {
+            /* row is the fwd+bwd one, the last added */
+            char diff[sizeof row->note];
+            if (fused_differs(diff, sizeof diff, &bt.res_fb, &bt.res_f, &bt.res_b))
+                row_fail(rows, row, "forward_backward differs from forward then backward: %s",
+                         diff);
+            else
+                snprintf(row->note, sizeof row->note, "one call (forward_backward)");
+        }
     }
     free(buf);
     ra_case_clear(&bt.res_f);
     ra_case_clear(&bt.res_b);
+    ra_case_clear(&bt.res_fb);
     return st;
 }
 

@@ -6,15 +6,18 @@
  * `recaudit bench` times every variant matching a glob on one case: a
  * warm-up run, then N repetitions of the forward and (unless forward-only)
  * the backward, each direction's times kept separately and their sum per
- * repetition as fwd+bwd.  A variant that times itself (ra_run.elapsed_ms)
- * is believed: the CUDA variants time their kernels alone with CUDA events
- * after flushing the L2 cache (src/gpu/gdn_cuda.cu), the CPU variants
- * their whole call by the wall clock; any other variant is timed by the
- * wall clock around its call.  Rates: the operation's nominal FLOP count
- * (ra_op.flops, the same for every variant) over the median time, and the
- * compulsory traffic (the bytes of the case's inputs and cotangents the
- * direction reads, and of the outputs and gradients the variant wrote, in
- * their storage dtypes) over the median time.
+ * repetition as fwd+bwd.  For a variant with forward_backward, fwd+bwd is
+ * that one call's time instead (the note says "one call"), and the row
+ * fails unless its tensors are the separate calls' bit for bit.  A
+ * variant that times itself (ra_run.elapsed_ms) is believed: the CUDA
+ * variants time their kernels alone with CUDA events after flushing the
+ * L2 cache (src/gpu/gdn_cuda.cu), the CPU variants their whole call by
+ * the wall clock; any other variant is timed by the wall clock around its
+ * call.  Rates: the operation's nominal FLOP count (ra_op.flops, the same
+ * for every variant) over the median time, and the compulsory traffic
+ * (the bytes of the case's inputs and cotangents the direction reads, and
+ * of the outputs and gradients the variant wrote, in their storage dtypes;
+ * the fused call reads the inputs once) over the median time.
  */
 
 #include <stddef.h>

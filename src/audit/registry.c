@@ -10,6 +10,7 @@
 #include <elf.h>
 #include <link.h>
 #include <fnmatch.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,8 +29,11 @@
  * Plugins: dlopen(RTLD_NOW | RTLD_LOCAL) so that an unresolved symbol is
  * reported at load time (with dlerror's text) rather than as a crash in the
  * middle of a run, and so that two plugins may define the same internal
- * names.  The loader reads `ra_plugin_abi_version` first and refuses any
- * other version before calling into the plugin.  It first checks, from the
+ * names.  The loader reads `ra_plugin_abi_version` first and refuses a
+ * version it does not know (below 3, above its own) before calling into
+ * the plugin.  An ABI-3 plugin's ra_variant ends before forward_backward
+ * (ABI 4): while it registers, ra_registry_add reads only the fields up
+ * to there and leaves the row without one.  It first checks, from the
  * symbol's ELF entry (dladdr1), that the symbol is a data object the size
  * of an int: a function or an array of that name would otherwise be read
  * as a garbage version number.  A plugin whose
@@ -44,12 +48,14 @@
  *
  * Variant rows are validated on entry (name syntax, an operation of the
  * table, capability bits that operation defines, forward present,
- * capabilities consistent with the function pointers) because a plugin is
- * foreign code: a bad row is refused with a message naming it instead of
- * crashing later in validate.
+ * capabilities consistent with the function pointers, forward_backward only
+ * beside a backward) because a plugin is foreign code: a bad row is refused
+ * with a message naming it instead of crashing later in validate.
  */
 
 #define RA_VARIANT_NAME_MAX 80
+/* The oldest plugin ABI the loader accepts: ABI 4 only appended a field. */
+#define RA_PLUGIN_ABI_OLDEST 3
 
 struct ra_registry {
     size_t n, cap;
@@ -58,6 +64,7 @@ struct ra_registry {
     size_t nhandles, caphandles;
     void **handles;
     const char *loading; /* path of the plugin being registered, or NULL */
+    int loading_abi;     /* its ra_plugin_abi_version */
 };
 
 ra_status ra_registry_new_empty(ra_registry **out)
@@ -182,6 +189,14 @@ ra_status ra_registry_add(ra_registry *r, const ra_variant *v)
     const char *from = r->loading ? "" : "built-in variants: ";
     if (!v)
         RA_ERRORF(RA_EINVAL, "%sra_registry_add called with no variant", from);
+    /* An ABI-3 struct ends where forward_backward begins: reading that
+       field would read past the plugin's object. */
+    ra_variant abi3;
+    if (r->loading && r->loading_abi == 3) {
+        memcpy(&abi3, v, offsetof(ra_variant, forward_backward));
+        abi3.forward_backward = NULL;
+        v = &abi3;
+    }
     if (!name_ok(v->name))
         RA_ERRORF(RA_EINVAL, "%svariant name '%s' is not 1-%d characters of [A-Za-z0-9._-]", from,
                   v->name ? v->name : "(null)", RA_VARIANT_NAME_MAX);
@@ -210,6 +225,11 @@ ra_status ra_registry_add(ra_registry *r, const ra_variant *v)
                   v->name);
     if (!(v->caps & RA_BWD) != !v->backward)
         RA_ERRORF(RA_EINVAL, "%svariant '%s': RA_BWD and the backward function must come together",
+                  from, v->name);
+    if (v->forward_backward && !(v->caps & RA_BWD))
+        RA_ERRORF(RA_EINVAL,
+                  "%svariant '%s': forward_backward needs RA_BWD and a backward (it must give "
+                  "their bits)",
                   from, v->name);
     const ra_variant *dup = ra_registry_find(r, v->name);
     if (dup) {
@@ -301,7 +321,7 @@ ra_status ra_registry_load_plugin(ra_registry *r, const char *path)
     }
     if ((st = check_abi_symbol(abi, path)) != RA_OK)
         goto fail;
-    if (*abi != RA_PLUGIN_ABI_VERSION) {
+    if (*abi < RA_PLUGIN_ABI_OLDEST || *abi > RA_PLUGIN_ABI_VERSION) {
         /* Say what changed since the plugin's version, so its author
            knows what the rebuild involves. */
         const char *why = *abi < 3 ? ": ABI 3 passes each function its own row (self) and a "
@@ -309,9 +329,9 @@ ra_status ra_registry_load_plugin(ra_registry *r, const char *path)
                                      "(recaudit/gdn.h)"
                                    : "";
         RA_REPORTF(RA_EUNSUPPORTED,
-                   "plugin %s: ABI version %d, this recaudit expects %d (rebuild it against "
-                   "this recaudit's recaudit/plugin.h)%s",
-                   path, *abi, RA_PLUGIN_ABI_VERSION, why);
+                   "plugin %s: ABI version %d, this recaudit expects %d to %d (rebuild it "
+                   "against this recaudit's recaudit/plugin.h)%s",
+                   path, *abi, RA_PLUGIN_ABI_OLDEST, RA_PLUGIN_ABI_VERSION, why);
         st = RA_EUNSUPPORTED;
         goto fail;
     }
@@ -340,6 +360,7 @@ ra_status ra_registry_load_plugin(ra_registry *r, const char *path)
     }
     size_t before = r->n;
     r->loading = path;
+    r->loading_abi = *abi;
     /* The plugin (or ra_registry_add) reports the reason; it is captured
        and reported once, prefixed with the plugin. */
     ra_error_handler_t *prev = ra_capture_begin();

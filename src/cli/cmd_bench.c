@@ -35,6 +35,9 @@ static void print_help(FILE *f)
             "runs, then --reps repetitions of the forward and the backward; prints the\n"
             "median, min and max in ms of fwd, bwd and fwd+bwd (their sum per\n"
             "repetition), the nominal TFLOP/s and the GB/s of compulsory traffic.\n"
+            "For a variant with forward_backward (a training step in one call), fwd+bwd\n"
+            "times that call instead (note 'one call (forward_backward)'), and the row\n"
+            "fails unless its tensors equal the separate calls' bit for bit.\n"
             "\n"
             "Timers: CUDA variants time their kernels alone with CUDA events, the L2\n"
             "cache flushed (a write of twice its size) after the inputs are on the\n"
@@ -49,7 +52,8 @@ static void print_help(FILE *f)
                 (*op)->flops_doc ? (*op)->flops_doc : "(no count stated: no rate printed)");
     fprintf(f,
             "GB/s: bytes of the inputs (and cotangents) read and of the outputs (and\n"
-            "gradients) written, in their storage dtypes, over the median time.\n"
+            "gradients) written, in their storage dtypes, over the median time; fwd+bwd\n"
+            "counts the inputs twice, a fused call's once.\n"
             "\n"
             "--sm-clock times no variant: it measures the SM clock of CUDA device 0\n"
             "under three loads, one block of 8 warps per SM with no memory traffic:\n"

@@ -144,7 +144,7 @@ ra_status ra_cpu_bigdn_backward_row(const ra_variant *self, const ra_case *c, ra
 #define ROW(name, op, pclass, m, doc)                                                              \
     {                                                                                              \
         name, op, doc, RA_CPU, pclass, RA_FWD | RA_BWD, CFG(m), ra_cpu_bigdn_forward_row,          \
-            ra_cpu_bigdn_backward_row                                                              \
+            ra_cpu_bigdn_backward_row, NULL                                                        \
     }
 
 const ra_variant ra_cpu_bigdn_variants[] = {

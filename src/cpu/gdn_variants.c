@@ -57,15 +57,22 @@ ra_status ra_cpu_gdn_backward_row(const ra_variant *self, const ra_case *c, ra_t
 
 #define CAPS (RA_FWD | RA_BWD | RA_GDN_CAPS_ALL)
 #define ROW(name, pclass, cfg, doc)                                                                \
-    {name, "gdn", doc, RA_CPU, pclass, CAPS, cfg, ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
+    {                                                                                              \
+        name, "gdn", doc, RA_CPU, pclass, CAPS, cfg, ra_cpu_gdn_forward_row,                       \
+            ra_cpu_gdn_backward_row, NULL                                                          \
+    }
 /* NKI's algorithms are defined for L2-normalised keys only (gdn_cte docs). */
 #define ROW_NKI(name, pclass, cfg, doc)                                                            \
-    {name,                   "gdn",                  doc, RA_CPU, pclass, CAPS | RA_GDN_NEEDS_UNIT_KEYS, \
-     cfg,                    ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
+    {                                                                                              \
+        name, "gdn", doc, RA_CPU, pclass, CAPS | RA_GDN_NEEDS_UNIT_KEYS, cfg,                      \
+            ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row, NULL                                  \
+    }
 /* A reversal backward is defined where inverting a step is stable. */
 #define ROW_REV(name, pclass, cfg, doc)                                                            \
-    {name, "gdn", doc, RA_CPU, pclass, CAPS | RA_GDN_NEEDS_STABLE_STEPS, cfg,                     \
-     ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row}
+    {                                                                                              \
+        name, "gdn", doc, RA_CPU, pclass, CAPS | RA_GDN_NEEDS_STABLE_STEPS, cfg,                   \
+            ra_cpu_gdn_forward_row, ra_cpu_gdn_backward_row, NULL                                  \
+    }
 
 const ra_variant ra_cpu_gdn_variants[] = {
     ROW("gdn.cpu.f64", "f64", SEQ(1, RA_F64, 0),

@@ -385,7 +385,7 @@ static ra_status backward_row(const ra_variant *self, const ra_case *c, ra_tenso
 
 #define ROW(name, pclass, cfg, doc)                                                                \
     {                                                                                              \
-        name, "glr", doc, RA_CPU, pclass, RA_FWD | RA_BWD, cfg, forward_row, backward_row          \
+        name, "glr", doc, RA_CPU, pclass, RA_FWD | RA_BWD, cfg, forward_row, backward_row, NULL    \
     }
 
 const ra_variant ra_cpu_glr_variants[] = {

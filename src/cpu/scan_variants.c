@@ -34,7 +34,7 @@ ra_status ra_cpu_scan_backward_row(const ra_variant *self, const ra_case *c, ra_
 #define ROW(name, op, pclass, caps, cfg, doc)                                                      \
     {                                                                                              \
         name, op, doc, RA_CPU, pclass, RA_FWD | RA_BWD | (caps), cfg, ra_cpu_scan_forward_row,     \
-            ra_cpu_scan_backward_row                                                               \
+            ra_cpu_scan_backward_row, NULL                                                         \
     }
 
 /* Checkpoint interval of the recompute and reversal rows. */

@@ -232,6 +232,7 @@ static ra_status op_errors(ra_points *p, ra_study_ctx *ctx, const ra_study_case 
                           RA_FWD | RA_GDN_CAPS_ALL,
                           &cfg,
                           ra_cpu_gdn_forward_row,
+                          NULL,
                           NULL};
     ra_case res;
     ra_case_init(&res);

@@ -152,6 +152,7 @@ ra_status ra_study_storage(ra_study_ctx *ctx, ra_study_report *rep)
                                RA_FWD | RA_GDN_CAPS_ALL,
                                &cfgs[s],
                                ra_cpu_gdn_forward_row,
+                               NULL,
                                NULL};
     }
     const int *Ts = ctx->quick ? lengths_q : lengths;
