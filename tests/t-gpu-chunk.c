@@ -34,6 +34,14 @@
  * near-unit regime, where the state is carried through every chunk
  * boundary with little decay.
  *
+ * fused: ra_gpu_gdn_forward_backward, the training step whose backward
+ * reuses the forward's prep and states pass, gives every row's outputs
+ * and gradients bit for bit as ra_gpu_gdn_forward and
+ * ra_gpu_gdn_backward do (separate launches, separately checked against
+ * the reference above): on the production head in bf16 as stored (teams
+ * of four at Hv = 20, of two at Hv = 40; a partial last chunk, h0) and in
+ * f32, where the bf16 kernels read widened inputs.
+ *
  * regress: the 3xTF32 accumulation.  Carrying the running sum through the
  * three tensor-core mmas of every k-step truncates it three times per step;
  * on this case (B=1,T=130,K=V=128, strong-decay, h0) that measured 2.64x
@@ -57,6 +65,12 @@ static const gcase cases[] = {
 #define NCASES (sizeof cases / sizeof cases[0])
 
 static const gcase x3_case = {"strong-decay", {1, 130, 1, 1, 128, 128}, RA_F32, 1, 0, 0};
+
+static const gcase fused_cases[] = {
+    {"default", {1, 130, 2, 20, 128, 128}, RA_BF16, 1, 0, 0},
+    {"default", {1, 100, 2, 40, 128, 128}, RA_BF16, 0, 0, 1},
+    {"default", {1, 70, 1, 2, 128, 128}, RA_F32, 1, 1, 0},
+};
 
 static void make_case(ra_case *c, const gcase *g, uint64_t seed)
 {
@@ -143,16 +157,22 @@ START_TEST(special_refusals)
         ra_gpu_gdn_cfg cfg = good;
         cfg.chunk = bad[i].chunk, cfg.prec = (ra_gpu_prec)bad[i].prec;
         cfg.inverse = (ra_cpu_inverse)bad[i].inv;
-        for (int bwd = 0; bwd < 2; bwd++) {
+        for (int mode = RA_GPU_GDN_FWD; mode <= RA_GPU_GDN_FWD_BWD; mode++) {
             msg[0] = 0;
-            ck_assert_int_eq(ra_gpu_gdn_chunk_launch(&cfg, &a, bwd, NULL, 0, msg, sizeof msg),
-                             RA_EINVAL);
+            ck_assert_int_eq(
+                ra_gpu_gdn_chunk_launch(&cfg, &a, (ra_gpu_gdn_mode)mode, NULL, 0, msg, sizeof msg),
+                RA_EINVAL);
             ck_assert_msg(strstr(msg, bad[i].says) != NULL, "message '%s' lacks '%s'", msg,
                           bad[i].says);
         }
         if (cfg.chunk != 64 && cfg.chunk != 128) /* no workspace size for it */
             ck_assert_int_eq(ra_gpu_gdn_chunk_ws_floats(&cfg, &a), 0);
     }
+    msg[0] = 0;
+    ck_assert_int_eq(
+        ra_gpu_gdn_chunk_launch(&good, &a, (ra_gpu_gdn_mode)3, NULL, 0, msg, sizeof msg),
+        RA_EINVAL);
+    ck_assert_msg(strstr(msg, "mode 3") != NULL, "message '%s'", msg);
     /* A good configuration needs its workspace: refused without one, or
        with less than one head's. */
     const int64_t need = ra_gpu_gdn_chunk_ws_floats(&good, &a);
@@ -161,9 +181,9 @@ START_TEST(special_refusals)
     const int64_t sizes[2] = {0, need - 1};
     for (int i = 0; i < 2; i++) {
         msg[0] = 0;
-        ck_assert_int_eq(
-            ra_gpu_gdn_chunk_launch(&good, &a, 0, i ? &fake : NULL, sizes[i], msg, sizeof msg),
-            RA_EINVAL);
+        ck_assert_int_eq(ra_gpu_gdn_chunk_launch(&good, &a, RA_GPU_GDN_FWD, i ? &fake : NULL,
+                                                 sizes[i], msg, sizeof msg),
+                         RA_EINVAL);
         ck_assert_msg(strstr(msg, "workspace") != NULL, "message '%s'", msg);
     }
     /* The kernels' token strides are int: refused once a chunk's last row,
@@ -180,8 +200,9 @@ START_TEST(special_refusals)
         ra_gpu_gdn_args w = a;
         w.s = (ra_gdn_shape){1, 64, 1, wide[i].hv, 128, 128};
         msg[0] = 0;
-        ck_assert_int_eq(ra_gpu_gdn_chunk_launch(&good, &w, 1, NULL, 0, msg, sizeof msg),
-                         wide[i].st);
+        ck_assert_int_eq(
+            ra_gpu_gdn_chunk_launch(&good, &w, RA_GPU_GDN_BWD, NULL, 0, msg, sizeof msg),
+            wide[i].st);
         ck_assert_msg(strstr(msg, wide[i].says) != NULL, "message '%s' lacks '%s'", msg,
                       wide[i].says);
     }
@@ -207,6 +228,55 @@ START_TEST(data_chunk_shapes)
         ra_case_clear(&c), ra_case_clear(&ref);
     }
     ck_assert_int_gt(rows, 0);
+}
+END_TEST
+
+/* Tensor name of `want` in `got` with the same dtype, shape and bytes. */
+static void same_bits(const ra_tensors *got, const ra_tensor *want, const char *what)
+{
+    const ra_tensor *t = ra_tensors_find(got, want->name);
+    ck_assert_msg(t != NULL, "%s: no %s", what, want->name);
+    ck_assert_msg(t->dtype == want->dtype && t->ndim == want->ndim && t->nbytes == want->nbytes,
+                  "%s %s: dtype or size differs", what, want->name);
+    for (int d = 0; d < t->ndim; d++)
+        ck_assert_int_eq(t->shape[d], want->shape[d]);
+    ck_assert_msg(memcmp(t->data, want->data, t->nbytes) == 0, "%s %s: bits differ", what,
+                  want->name);
+}
+
+START_TEST(fused_bits)
+{
+    const ra_gpu_gdn_cfg *prod = NULL; /* a row the production head's kernels serve */
+    for (size_t ci = 0; ci < sizeof fused_cases / sizeof fused_cases[0]; ci++) {
+        ra_case c;
+        make_case(&c, &fused_cases[ci], tu_seed(3000 + ci));
+        for (size_t r = 0; r < ra_gpu_gdn_nrows; r++) {
+            const ra_gpu_gdn_row *row = &ra_gpu_gdn_rows[r];
+            if (row->unit_keys && !unit_keys(&fused_cases[ci]))
+                continue;
+            if (row->cfg.algo == RA_GPU_GDN_CHUNK && row->cfg.prec == RA_GPU_PREC_BF16 &&
+                row->cfg.chunk == 64 && row->cfg.inverse == RA_CPU_INV_FWDSUBST)
+                prod = &row->cfg;
+            ra_tensors f, b, fb;
+            ra_tensors_init(&f), ra_tensors_init(&b), ra_tensors_init(&fb);
+            char what[96];
+            snprintf(what, sizeof what, "%s, fused case %zu", row->name, ci);
+            ck_assert_msg(ra_gpu_gdn_forward(&row->cfg, &c, &f, 0, NULL) == RA_OK, "%s: %s", what,
+                          ra_last_error());
+            ck_assert_msg(ra_gpu_gdn_backward(&row->cfg, &c, &b, 0, NULL) == RA_OK, "%s: %s", what,
+                          ra_last_error());
+            ck_assert_msg(ra_gpu_gdn_forward_backward(&row->cfg, &c, &fb, 0, NULL) == RA_OK,
+                          "%s: %s", what, ra_last_error());
+            ck_assert_uint_eq(fb.n, f.n + b.n);
+            for (size_t i = 0; i < f.n; i++)
+                same_bits(&fb, f.items[i], what);
+            for (size_t i = 0; i < b.n; i++)
+                same_bits(&fb, b.items[i], what);
+            ra_tensors_clear(&f), ra_tensors_clear(&b), ra_tensors_clear(&fb);
+        }
+        ra_case_clear(&c);
+    }
+    ck_assert_ptr_nonnull(prod);
 }
 END_TEST
 
@@ -240,6 +310,7 @@ int main(void)
         return probe;
     tcase_set_timeout(tu_tcase(s, "data", tu_scratch_setup, tu_scratch_teardown, data_chunk_shapes),
                       900);
+    tcase_set_timeout(tu_tcase(s, "fused", NULL, NULL, fused_bits), 300);
     tcase_set_timeout(
         tu_tcase(s, "regress", tu_scratch_setup, tu_scratch_teardown, regress_x3_accumulation),
         300);

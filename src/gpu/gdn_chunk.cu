@@ -91,24 +91,31 @@ int64_t ra_gpu_gdn_chunk_ws_floats(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_a
     return (nh < heads ? nh : heads) * per_head;
 }
 
-/* The kernels of one group, in order. */
+/* The kernels of one group, in order: prep and the states pass once, for
+   the output kernel and the backward's alike. */
 static cudaError_t run_group(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a,
-                             const ra_gpu::group *g, int bwd)
+                             const ra_gpu::group *g)
 {
     const int p = (int)cfg->prec;
     cudaError_t e = ra_gpu_gdn_chunk_prep(p, a, g);
     if (e == cudaSuccess)
         e = ra_gpu_gdn_chunk_states(p, a, g);
-    if (e == cudaSuccess)
-        e = bwd ? ra_gpu_gdn_chunk_dstates(p, a, g) : ra_gpu_gdn_chunk_output(p, a, g);
-    if (e == cudaSuccess && bwd)
+    if (e == cudaSuccess && g->out)
+        e = ra_gpu_gdn_chunk_output(p, a, g);
+    if (e == cudaSuccess && g->bwd)
+        e = ra_gpu_gdn_chunk_dstates(p, a, g);
+    if (e == cudaSuccess && g->bwd)
         e = ra_gpu_gdn_chunk_grads(p, a, g);
     return e;
 }
 
-ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd,
-                                  float *ws, int64_t ws_floats, char *msg, size_t msglen)
+ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a,
+                                  ra_gpu_gdn_mode mode, float *ws, int64_t ws_floats, char *msg,
+                                  size_t msglen)
 {
+    if (mode != RA_GPU_GDN_FWD && mode != RA_GPU_GDN_BWD && mode != RA_GPU_GDN_FWD_BWD)
+        return fail(msg, msglen, RA_EINVAL, "cuda gdn chunk: unknown mode %d", (int)mode);
+    const bool bwd = mode != RA_GPU_GDN_FWD, out = mode != RA_GPU_GDN_BWD;
     ra_status st = check_cfg(cfg, a, msg, msglen);
     if (st != RA_OK)
         return st;
@@ -127,26 +134,31 @@ ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_ar
         return fail(msg, msglen, RA_EIO,
                     "cuda gdn chunk: cannot read the device's shared memory limit");
     }
-    const int64_t smem = ra_gpu_gdn_chunk_pass_bytes(bwd, C, K);
-    if (smem > optin)
-        return fail(msg, msglen, RA_EUNSUPPORTED,
-                    "cuda gdn chunk: K = %d needs %lld bytes of shared memory per %s pass "
-                    "block, the device allows %d",
-                    K, (long long)smem, bwd ? "dstates" : "states", optin);
+    for (int pass = 0; pass < 2; pass++) { /* states, dstates */
+        const int64_t smem = ra_gpu_gdn_chunk_pass_bytes(pass, C, K);
+        if ((pass == 0 || bwd) && smem > optin)
+            return fail(msg, msglen, RA_EUNSUPPORTED,
+                        "cuda gdn chunk: K = %d needs %lld bytes of shared memory per %s pass "
+                        "block, the device allows %d",
+                        K, (long long)smem, pass ? "dstates" : "states", optin);
+    }
     const int64_t per_group = ws_floats / per_head;
     cudaError_t e = cudaSuccess;
     for (int64_t h0 = 0; h0 < heads && e == cudaSuccess; h0 += per_group) {
         ra_gpu::group g;
         g.h0 = h0, g.nh = heads - h0 < per_group ? heads - h0 : per_group;
-        g.nch = nch, g.C = C, g.inv = (int)cfg->inverse, g.bwd = bwd != 0, g.ws = ws;
+        g.nch = nch, g.C = C, g.inv = (int)cfg->inverse, g.bwd = bwd, g.out = out, g.ws = ws;
         g.wpairs = ra_gpu_gdn_chunk_fwd_bf16_serves((int)cfg->prec, a, &g);
-        e = run_group(cfg, a, &g, bwd);
+        e = run_group(cfg, a, &g);
     }
     if (e == cudaSuccess)
         e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
         cudaGetLastError();
-        return fail(msg, msglen, RA_EIO, "cuda gdn chunk %s: %s", bwd ? "backward" : "forward",
+        return fail(msg, msglen, RA_EIO, "cuda gdn chunk %s: %s",
+                    !bwd  ? "forward"
+                    : out ? "forward and backward"
+                          : "backward",
                     cudaGetErrorString(e));
     }
     return RA_OK;

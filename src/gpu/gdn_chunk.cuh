@@ -137,16 +137,17 @@ struct cws {
     float *X, *U, *Vp, *QS, *dVp, *dX;            /* C x V */
     float *Sst, *dS;                              /* K x V: start state, end cotangent */
     float *inv_scr;                               /* inverse scratch */
-    /* W and K^T as bf16 pair tiles (pair_tile.cuh) for the states pass,
-       when group::wpairs, and Q^T and W^T for the dstates pass when the
-       group runs the backward too: they lie in dQc, dKc, dW and dY, which
-       only the gradients kernel writes, after both passes; P as the
-       dstates pass's pair tile (Pbp) in D's, which no kernel of such a
-       group uses.  In a forward group with wpairs the prep leaves P, and
-       the states pass S'^T and V'^T, as the output kernel's pair tiles in
-       P's, Sst's and Vp's storage instead of their fp32 values, which
-       only the backward's kernels read. */
-    uint32_t *Wp, *Ktp, *Qtp, *Wtp, *Pbp, *Pp, *Stp, *Vtp;
+    /* W and K^T as bf16 pair tiles (pair_tile.cuh) for the states pass
+       (W for the dstates pass too), when group::wpairs, and Q^T for the
+       dstates pass and grads when the group runs the backward: they lie
+       in dQc, dKc and dW, which only the gradients kernel writes, after
+       both passes; P as the dstates pass's pair tile (Pbp) in D's, which
+       no kernel of such a group uses.  The prep leaves P, and the states
+       pass S'^T and V'^T, as the output kernel's pair tiles (Pp, Stp,
+       Vtp): in a forward group in P's, Sst's and Vp's storage, whose fp32
+       values only the backward's kernels read; where make_cws says in a
+       group that runs both. */
+    uint32_t *Wp, *Ktp, *Qtp, *Pbp, *Pp, *Stp, *Vtp;
 };
 
 __host__ __device__ inline int64_t ws_align(int64_t n) { return (n + 31) / 32 * 32; }
@@ -161,14 +162,17 @@ __host__ __device__ inline int64_t ws_chunk_len(int C, int K, int V)
 
 /* A group of heads [h0, h0 + nh) and its workspace: nh * nch chunk slices;
    bwd when the gradients kernel will read the slices (a prep may leave out
-   what only the gradients need otherwise), wpairs when the bf16
+   what only the gradients need otherwise), out when the output kernel
+   runs (the forward, or both in one training step: then prep and the
+   states pass serve the output and the backward's kernels at once),
+   wpairs when the bf16
    shared-memory prep and output of gdn_chunk_fwd_bf16.cu serve the group
    (ra_gpu_gdn_chunk_fwd_bf16_serves), whose prep leaves W and K^T as bf16
-   pair tiles too (cws::Wp, cws::Ktp), and Q^T and W^T when bwd. */
+   pair tiles too (cws::Wp, cws::Ktp), and Q^T when bwd. */
 struct group {
     int64_t h0, nh, nch;
     int C, inv;
-    bool bwd, wpairs;
+    bool bwd, out, wpairs;
     float *ws;
 };
 
@@ -207,11 +211,15 @@ __device__ inline cws make_cws(const group &g, int C, int K, int V, int64_t hl, 
     w.Wp = reinterpret_cast<uint32_t *>(w.dQc);
     w.Ktp = reinterpret_cast<uint32_t *>(w.dKc);
     w.Qtp = reinterpret_cast<uint32_t *>(w.dW);
-    w.Wtp = reinterpret_cast<uint32_t *>(w.dY);
     w.Pbp = reinterpret_cast<uint32_t *>(w.Dm);
-    w.Pp = reinterpret_cast<uint32_t *>(w.P);
-    w.Stp = reinterpret_cast<uint32_t *>(w.Sst);
-    w.Vtp = reinterpret_cast<uint32_t *>(w.Vp);
+    /* A group that runs the backward keeps S', V' and P in fp32, and P's
+       pair tile in D's storage in the output kernel's layout: when it runs
+       the output kernel too (a training step), that reads Pbp, and S'^T
+       and V'^T go to dS's and dV''s storage, which only the dstates pass
+       writes, after the output kernel. */
+    w.Pp = reinterpret_cast<uint32_t *>(g.bwd ? w.Dm : w.P);
+    w.Stp = reinterpret_cast<uint32_t *>(g.bwd ? w.dS : w.Sst);
+    w.Vtp = reinterpret_cast<uint32_t *>(g.bwd ? w.dVp : w.Vp);
     return w;
 }
 

@@ -29,6 +29,26 @@ namespace ra_gpu
 constexpr int PC = 64, PK = 128; /* the configuration's chunk and head size */
 constexpr int LDK = pair_ld<PK>(), LDC = pair_ld<PC>(); /* pair tiles along 128 and 64 */
 
+/* One warp starts copying W's pair tile (cws::Wp, 64 rows of LDK words)
+   into the tile at shared-space address dst, for both passes: rows at
+   or past L, which the prep leaves unwritten, are zeroed instead.  A
+   loop of four copies an iteration: fully unrolled beside the dstates
+   pass's other copies, its addresses took the kernel from 125 registers
+   to 168 and a spill (ptxas -v). */
+__device__ __forceinline__ void warp_stage_w(uint32_t *dst, const uint32_t *Wp, int L)
+{
+    const unsigned ws = (unsigned)__cvta_generic_to_shared(dst);
+    constexpr int WQ = PK / 8; /* 16-byte copies a row */
+#pragma unroll 4
+    for (int e = threadIdx.x & 31; e < PC * WQ; e += 32) {
+        const int r = e / WQ, x = 4 * (e % WQ);
+        if (r < L)
+            cp_async16_s(ws + 4u * (r * LDK + x), Wp + r * LDK + x);
+        else
+            *reinterpret_cast<uint4 *>(dst + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+
 /* Launches kernel(a, g) on `blocks` blocks with `words` 32-bit words of
    dynamic shared memory. */
 template <typename KER, typename A, typename G>

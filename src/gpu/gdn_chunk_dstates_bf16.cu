@@ -18,10 +18,12 @@
  *           A = dS^T (acc_to_a), B = K^T (K's fp32 rows, staged, or its
  *           stored bf16 rows, a pair tile);
  *   dS^T <- s tV^T Q + gC dS^T - dV'^T W, tV = diag(gamma) dO
- *           A = tV^T, dV'^T from accumulators; B^T = Q^T, W^T: the prep's
- *           pair tiles cws::Qtp, cws::Wtp, staged.
+ *           A = tV^T, dV'^T from accumulators; B^T = Q^T, the prep's
+ *           pair tile cws::Qtp; B = W, the pair tile cws::Wp the states
+ *           pass reads too, read by ldmatrix .trans (a W^T tile cost the
+ *           prep its transposed stores).
  *
- * The block's teams share only the staged tiles (K, P, Q^T, W^T: 78 KB
+ * The block's teams share only the staged tiles (K, P, Q^T, W: 77 KB
  * a chunk), which a warp of their own copies (cp.async) one chunk ahead; G
  * and gamma are read from global memory.
  *
@@ -53,29 +55,30 @@ namespace ra_gpu
    After the two stages, each team's exchange: the A fragments of dS'
    (8 k-steps), dO, tV and dV' (4 each). */
 constexpr int DB_LDK = PK + 4;
-constexpr int DB_K = PC * DB_LDK, DB_P = PC * LDC, DB_QT = PK * LDC, DB_WT = PK * LDC;
-constexpr int DB_STAGE = DB_K + DB_P + DB_QT + DB_WT;
+constexpr int DB_K = PC * DB_LDK, DB_P = PC * LDC, DB_QT = PK * LDC, DB_W = PC * LDK;
+constexpr int DB_STAGE = DB_K + DB_P + DB_QT + DB_W;
 constexpr int DB_KS = PK / 16, DB_KV = PC / 16, DB_XW = (DB_KS + 3 * DB_KV) * 32 * 4;
 template <int W> constexpr int db_words() { return 2 * DB_STAGE + W * DB_XW; }
 
 /* A stage's tiles. */
 struct db_stage {
     float *K;
-    uint32_t *P, *Qt, *Wt;
+    uint32_t *P, *Qt, *W;
 };
 
 __device__ __forceinline__ db_stage db_at(uint32_t *sm, int64_t c)
 {
     db_stage b;
     b.K = reinterpret_cast<float *>(sm + (c & 1) * DB_STAGE);
-    b.P = reinterpret_cast<uint32_t *>(b.K + DB_K), b.Qt = b.P + DB_P, b.Wt = b.Qt + DB_QT;
+    b.P = reinterpret_cast<uint32_t *>(b.K + DB_K), b.Qt = b.P + DB_P, b.W = b.Qt + DB_QT;
     return b;
 }
 
 /* Starts copying chunk c's tiles into its stage (the copying warp calls
    it).  In a chunk of L < 64 rows (the last, so the first this pass
-   takes) K's rows at or past L are zeroed; P, Q^T and W^T come
-   zero-padded from the prep.  IN: float, K's fp32 rows;
+   takes) K's and W's rows at or past L are zeroed (the prep leaves W's
+   unwritten); P and Q^T come zero-padded from the prep.  IN: float, K's
+   fp32 rows;
    uint16_t, K's stored bf16 rows, which are the pair tile along the
    features (LDK words a row) that dS^T K^T reads as its B^T. */
 template <typename IN>
@@ -107,7 +110,7 @@ __device__ __forceinline__ void db_issue(uint32_t *sm, const group &g, const hea
     }
     warp_copy_rows<PC, PC / 8, LDC>(b.P, w.Pbp, LDC);
     warp_copy_rows<PK, PC / 8, LDC>(b.Qt, w.Qtp, LDC);
-    warp_copy_rows<PK, PC / 8, LDC>(b.Wt, w.Wtp, LDC);
+    warp_stage_w(b.W, w.Wp, L);
 }
 
 /* d[n] += A B over the first `used` of NT n-tiles and the k-steps while
@@ -254,7 +257,7 @@ __global__ void __launch_bounds__(32 * (NW * W + 1), 1)
             zero_tiles(q);
             zero_tiles(x);
             warp_mm_regs_add(q, ft, b.Qt + (k0 + 8 * m) * LDC, LDC, L, 2);
-            warp_mm_regs_add(x, fv, b.Wt + (k0 + 8 * m) * LDC, LDC, L, 2);
+            warp_mm_regs_add<2, DB_KV, true>(x, fv, b.W + (k0 + 8 * m) / 2, LDK, L, 2);
 #pragma unroll
             for (int r = 0; r < 2; r++)
 #pragma unroll

@@ -9,17 +9,18 @@
  * here each kernel stages its operands once in shared memory as the bf16
  * pair tiles of pair_tile.cuh and keeps the products in registers.  Only
  * what later kernels read goes to the workspace: prep writes G, gamma and
- * U in the forward, P as the output kernel's pair tile (cws::Pp; fp32 P
- * when the backward's kernels read it), W and K^T as the pair tiles the
+ * U, P as the output kernel's pair tile (cws::Pp; fp32 P too when the
+ * backward's kernels read it), W and K^T as the pair tiles the
  * states pass reads (cws::Wp, cws::Ktp: 16 KB each to copy per chunk and
  * column tile instead of 32, and no conversion in its fragments; no
- * kernel of the group reads W in fp32), and A, T and the pair tiles
- * Q^T, W^T, P the dstates pass and grads (gdn_chunk_bwd_bf16.cu, which forms
+ * kernel of the group reads W in fp32; the dstates pass reads W's tile
+ * too), and A, T and the pair tiles Q^T, P the dstates pass and grads
+ * (gdn_chunk_bwd_bf16.cu, which forms
  * Kb, Y, X and D itself) read too when the group runs the backward
  * (group::bwd); output copies P, S'^T and V'^T as prep and the states
- * pass leave them in a forward group (cws::Pp, the pair tile; Stp, Vtp,
- * fragment tiles: 57 KB a chunk instead of 112 KB of fp32) and writes o
- * alone.
+ * pass leave them (cws::Pp, the pair tile; Stp, Vtp, fragment tiles: 57 KB
+ * a chunk instead of 112 KB of fp32; where make_cws puts them in a group
+ * that runs the backward too) and writes o alone.
  *
  * The arithmetic is that of the general kernels, so the bits are:
  *   - every elementwise value is the same fp32 operation (__fmul_rn,
@@ -142,14 +143,15 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
                 r3[pairs_at<PC, LDA>(i, j)] = am[e];
                 pm[e] = (i < L && j <= i) ? __fmul_rn(dp[u][e], dm) : 0.f;
             }
-            /* P as the pair tile the output kernel (or, in the backward,
-               the dstates pass) reads, every row and column; in the
-               backward A and P in fp32 too, whole (zero outside
-               j <= i < L), two columns a store */
+            /* P as the pair tile the output kernel and, in the
+               backward, the dstates pass (cws::Pbp, the same words)
+               read, every row and column; in the backward A and P in
+               fp32 too, whole (zero outside j <= i < L), two columns a
+               store */
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
                 const int i = i0 + gq + 8 * hh, j = 8 * u + 2 * t;
-                (BWD ? w.Pbp : w.Pp)[i * LDC + j / 2] = bf16x2_rn(pm[2 * hh], pm[2 * hh + 1]);
+                w.Pp[i * LDC + j / 2] = bf16x2_rn(pm[2 * hh], pm[2 * hh + 1]);
                 if (BWD) {
                     *reinterpret_cast<float2 *>(w.P + i * PC + j) =
                         make_float2(pm[2 * hh], pm[2 * hh + 1]);
@@ -217,9 +219,7 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     const auto st_bf16 = [](int, int, float x) { return bf16_round(x); };
     float d[16][4];
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Yw, LDC, L, 16);
-    store_pairs<LDK>(w.Wp, d, i0, 0, L);
-    if (BWD) /* for the dstates pass */
-        store_pairs_t<LDC>(w.Wtp, d, i0, 0, L);
+    store_pairs<LDK>(w.Wp, d, i0, 0, L); /* for both passes */
     warp_mm_pairs<16>(d, Tw + i0 * LDC, LDC, Xw, LDC, L, 16);
     store_rows(w.U, PK, d, i0, 0, L, st_bf16);
     /* T for the gradients kernel, st(T) everywhere (it reads T as bf16,

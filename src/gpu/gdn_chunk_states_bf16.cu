@@ -16,8 +16,8 @@
  *
  * (V'd: V' with row i decayed by exp(G_last - G_i)), so a chunk needs
  * nothing from the other teams.  S' and V' go to the workspace in fp32
- * for the backward's kernels or, in a forward group, as the output
- * kernel's fragment tiles S'^T and V'^T (cws::Stp, cws::Vtp; pair_tile.cuh):
+ * for the backward's kernels and/or, for the output kernel, as its
+ * fragment tiles S'^T and V'^T (cws::Stp, cws::Vtp; pair_tile.cuh):
  * their A fragments, a warp's k-step in one 512-byte store.  As pair tiles
  * (rows of words along the features or tokens) they took 24 scattered
  * 4-byte stores a lane and chunk, and the next chunk's first instruction
@@ -65,23 +65,15 @@ constexpr int SB_XW = (SB_KS + SB_KV) * 32 * 4; /* a team's exchange, words */
 template <int STAGES> constexpr int sb_words() { return STAGES * SB_STAGE + SB_TEAMS * SB_XW; }
 
 /* Starts copying chunk c's W and K^T into stage buf (the copying warp
-   calls it).  W's rows at or past L, which the prep leaves unwritten,
-   are zeroed instead; K^T comes zero-padded from the prep. */
+   calls it); K^T comes zero-padded from the prep. */
 __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t hl, int64_t c,
                                          int L)
 {
     const cws w = make_cws(g, PC, PK, PK, hl, c);
     const int lane = threadIdx.x & 31;
-    const unsigned ws = smem_addr(buf), ks = ws + 4u * SB_W;
-    constexpr int WQ = PK / 8, KQ = PC / 8; /* 16-byte copies a row */
-#pragma unroll 4
-    for (int e = lane; e < PC * WQ; e += 32) {
-        const int r = e / WQ, x = 4 * (e % WQ);
-        if (r < L)
-            cp_async16_s(ws + 4u * (r * LDK + x), w.Wp + r * LDK + x);
-        else
-            *reinterpret_cast<uint4 *>(buf + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
-    }
+    const unsigned ks = smem_addr(buf) + 4u * SB_W;
+    constexpr int KQ = PC / 8; /* 16-byte copies a row */
+    warp_stage_w(buf, w.Wp, L);
 #pragma unroll 4
     for (int e = lane; e < PK * KQ; e += 32) {
         const int r = e / KQ, x = 4 * (e % KQ);
@@ -90,12 +82,12 @@ __device__ __forceinline__ void sb_issue(uint32_t *buf, const group &g, int64_t 
 }
 
 /* STAGES: 3 when the grid is one block per SM, 2 for two blocks per SM;
-   NW: warps a team; BWD: group::bwd, S' and V' in fp32 (else the output kernel's pair
-   tiles).  Both are template parameters: with the storage chosen at run
-   time, per element, the backward group's states pass took 0.408 ms at
-   the first bench shape, against 0.317 as a template parameter (ncu,
-   one call). */
-template <int STAGES, bool BWD, int NW>
+   NW: warps a team; GRAD: group::bwd, S' and V' in fp32; OUT: group::out,
+   S'^T and V'^T as the output kernel's fragment tiles.  They are template
+   parameters: with the storage chosen at run time, per element, the
+   backward group's states pass took 0.408 ms at the first bench shape,
+   against 0.317 as a template parameter (ncu, one call). */
+template <int STAGES, bool GRAD, bool OUT, int NW>
 __global__ void __launch_bounds__(sb_threads<NW>(), STAGES == 2 ? 2 : 1)
     gdn_chunk_states_bf16_kernel(const ra_gpu_gdn_args a, const group g)
 {
@@ -167,12 +159,12 @@ __global__ void __launch_bounds__(sb_threads<NW>(), STAGES == 2 ? 2 : 1)
         {
             uint32_t own[SB_KS / NW][4];
             acc_to_a(own, s);
-            if (BWD)
+            if (GRAD)
                 for_frags_t<KH / 8>(v0, k0, PK, [&](int uu, int e, int, int, int64_t o) {
                     const uint32_t x = own[uu / 2][(uu & 1) * 2 + (e >> 1)];
                     w0.Sst[off + lk + o] = (e & 1) ? bf16_hi(x) : bf16_lo(x);
                 });
-            else /* this warp's k-steps of S'^T as the output's fragment tile */
+            if (OUT) /* this warp's k-steps of S'^T as the output's fragment tile */
                 store_frags(frag_tile<SB_KS>(reinterpret_cast<uint4 *>(w0.Stp + off), v0),
                             SB_KS / NW * tw, own);
             team_trade<SB_KS, NW>(sa, own, xs, team, tw);
@@ -187,13 +179,13 @@ __global__ void __launch_bounds__(sb_threads<NW>(), STAGES == 2 ? 2 : 1)
             float vp = 0.f;
             if (i < L) {
                 vp = __fsub_rn(u[n][e], p[n][e]);
-                if (BWD)
+                if (GRAD)
                     w0.Vp[off + lt + o] = vp;
             }
             vt[n][e] = vp;
             p[n][e] = __fmul_rn(vp, dc);
         });
-        if (!BWD) { /* this warp's k-steps of V'^T (tokens) as the output's fragment tile */
+        if (OUT) { /* this warp's k-steps of V'^T (tokens) as the output's fragment tile */
             uint32_t vf[TH / 16][4];
             acc_to_a(vf, vt);
             store_frags(frag_tile<SB_KV>(reinterpret_cast<uint4 *>(w0.Vtp + off), v0), TH / 16 * tw,
@@ -229,10 +221,13 @@ template <int STAGES, int NW> static cudaError_t sb_launch(const ra_gpu_gdn_args
 {
     using namespace ra_gpu;
     const unsigned blocks = (unsigned)(g->nh * (PK / SB_COLS));
-    return g->bwd ? launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, true, NW>, blocks,
-                                  sb_threads<NW>(), sb_words<STAGES>(), g, a)
-                  : launch_blocks(gdn_chunk_states_bf16_kernel<STAGES, false, NW>, blocks,
-                                  sb_threads<NW>(), sb_words<STAGES>(), g, a);
+    const auto go = [&](auto kernel) {
+        return launch_blocks(kernel, blocks, sb_threads<NW>(), sb_words<STAGES>(), g, a);
+    };
+    if (!g->bwd)
+        return go(gdn_chunk_states_bf16_kernel<STAGES, false, true, NW>);
+    return g->out ? go(gdn_chunk_states_bf16_kernel<STAGES, true, true, NW>)
+                  : go(gdn_chunk_states_bf16_kernel<STAGES, true, false, NW>);
 }
 
 /* When the grid fits one block per SM: three stages and teams of four

@@ -413,20 +413,26 @@ ra_status workspace(Workspace *w, Arena &ar, const ra_gpu_gdn_cfg *cfg, const ra
     return w->n > 0 ? dev_floats(&w->p, ar, w->n, "the chunk workspace") : RA_OK;
 }
 
-ra_status launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd, const Workspace &w)
+ra_status launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, ra_gpu_gdn_mode mode,
+                 const Workspace &w)
 {
     char msg[512] = "";
-    const ra_status st = cfg->algo == RA_GPU_GDN_SEQ
-                             ? ra_gpu_gdn_seq_launch(cfg, a, bwd, msg, sizeof msg)
-                             : ra_gpu_gdn_chunk_launch(cfg, a, bwd, w.p, w.n, msg, sizeof msg);
+    ra_status st = RA_OK;
+    if (cfg->algo == RA_GPU_GDN_CHUNK)
+        st = ra_gpu_gdn_chunk_launch(cfg, a, mode, w.p, w.n, msg, sizeof msg);
+    else /* the sequential kernels share nothing between the directions */
+        for (int bwd = 0; bwd < 2 && st == RA_OK; bwd++)
+            if (bwd ? mode != RA_GPU_GDN_FWD : mode != RA_GPU_GDN_BWD)
+                st = ra_gpu_gdn_seq_launch(cfg, a, bwd, msg, sizeof msg);
     if (st != RA_OK)
         RA_ERRORF(st, "%s", msg[0] ? msg : "cuda gdn: kernel launch failed");
     return RA_OK;
 }
 
-ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int device, int bwd,
-              double *kernel_ms)
+ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int device,
+              ra_gpu_gdn_mode mode, double *kernel_ms)
 {
+    const bool fwd = mode != RA_GPU_GDN_BWD, bwd = mode != RA_GPU_GDN_FWD;
     RA_TRY(check_cfg(cfg));
     ra_gdn_problem p;
     RA_TRY(ra_gdn_problem_init(&p, c, bwd ? RA_GDN_NEED_COTANGENTS : 0, "gdn case"));
@@ -453,8 +459,8 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
         RA_TRY(upload(&h0, ar, p.h0));
     a.q = q, a.k = k, a.v = v, a.g = g, a.beta = beta, a.h0 = h0;
 
-    /* The forward normalises in place; the backward keeps x and n for the
-       chain rule. */
+    /* The forward alone normalises in place; the backward keeps x and n
+       for the chain rule. */
     float *qn = q, *kn = k, *qnrm = nullptr, *knrm = nullptr;
     if (p.l2norm) {
         if (bwd) {
@@ -470,54 +476,53 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
 
     const int64_t qk_shape[4] = {B, T, Hk, K}, v_shape[4] = {B, T, Hv, V},
                   gate_shape[3] = {B, T, Hv}, state_shape[4] = {B, Hv, K, V};
-    if (!bwd) {
+    if (fwd) {
         RA_TRY(dev_floats(&a.o, ar, nv, "o"));
         RA_TRY(dev_floats(&a.ht, ar, ns, "ht"));
-        Workspace ws;
-        RA_TRY(workspace(&ws, ar, cfg, &a));
-        KernelTimer timer;
-        RA_TRY(timer.begin(kernel_ms, ar, device));
-        RA_TRY(launch(cfg, &a, 0, ws));
-        RA_TRY(timer.end());
-        RA_TRY(emit(out, ar, "o", cfg->act_dtype, 4, v_shape, a.o));
-        RA_TRY(emit(out, ar, "ht", cfg->aux_dtype, 4, state_shape, a.ht));
-        return RA_OK;
     }
-
-    float *dO, *dht = nullptr;
-    RA_TRY(upload(&dO, ar, p.do_, &a.dob));
-    if (p.dht)
-        RA_TRY(upload(&dht, ar, p.dht));
-    a.do_ = dO, a.dht = dht;
-    RA_TRY(dev_floats(&a.dqv, ar, nqv, "dq per value head"));
-    RA_TRY(dev_floats(&a.dkv, ar, nqv, "dk per value head"));
-    RA_TRY(dev_floats(&a.dv, ar, nv, "dv"));
-    RA_TRY(dev_floats(&a.dg, ar, ng, "dg"));
-    RA_TRY(dev_floats(&a.dbeta, ar, ng, "dbeta"));
-    if (p.h0)
-        RA_TRY(dev_floats(&a.dh0, ar, ns, "dh0"));
+    float *dq = nullptr, *dk = nullptr;
     /* With a value head per key head and no l2norm, the group sum would
        copy dqv and dkv: they are dq and dk. */
-    const bool group_sums = Hv != Hk || p.l2norm;
-    float *dq = a.dqv, *dk = a.dkv;
-    if (group_sums) {
-        RA_TRY(dev_floats(&dq, ar, rows * K, "dq"));
-        RA_TRY(dev_floats(&dk, ar, rows * K, "dk"));
+    const bool group_sums = bwd && (Hv != Hk || p.l2norm);
+    if (bwd) {
+        float *dO, *dht = nullptr;
+        RA_TRY(upload(&dO, ar, p.do_, &a.dob));
+        if (p.dht)
+            RA_TRY(upload(&dht, ar, p.dht));
+        a.do_ = dO, a.dht = dht;
+        RA_TRY(dev_floats(&a.dqv, ar, nqv, "dq per value head"));
+        RA_TRY(dev_floats(&a.dkv, ar, nqv, "dk per value head"));
+        RA_TRY(dev_floats(&a.dv, ar, nv, "dv"));
+        RA_TRY(dev_floats(&a.dg, ar, ng, "dg"));
+        RA_TRY(dev_floats(&a.dbeta, ar, ng, "dbeta"));
+        if (p.h0)
+            RA_TRY(dev_floats(&a.dh0, ar, ns, "dh0"));
+        dq = a.dqv, dk = a.dkv;
+        if (group_sums) {
+            RA_TRY(dev_floats(&dq, ar, rows * K, "dq"));
+            RA_TRY(dev_floats(&dk, ar, rows * K, "dk"));
+        }
     }
 
     Workspace ws;
     RA_TRY(workspace(&ws, ar, cfg, &a));
     KernelTimer timer;
     RA_TRY(timer.begin(kernel_ms, ar, device));
-    RA_TRY(launch(cfg, &a, 1, ws));
+    RA_TRY(launch(cfg, &a, mode, ws));
     if (group_sums) {
         group_sum_rows<<<grid_for(32 * rows), 256>>>(dq, a.dqv, q, qnrm, rows, Hk, Hv / Hk, K);
         group_sum_rows<<<grid_for(32 * rows), 256>>>(dk, a.dkv, k, knrm, rows, Hk, Hv / Hk, K);
         CU_TRY(cudaGetLastError(), "launch of the group-sum kernel");
     }
     RA_TRY(timer.end());
-    CU_TRY(cudaDeviceSynchronize(), "group sums of dq, dk");
+    CU_TRY(cudaDeviceSynchronize(), bwd ? "group sums of dq, dk" : "the forward");
 
+    if (fwd) {
+        RA_TRY(emit(out, ar, "o", cfg->act_dtype, 4, v_shape, a.o));
+        RA_TRY(emit(out, ar, "ht", cfg->aux_dtype, 4, state_shape, a.ht));
+    }
+    if (!bwd)
+        return RA_OK;
     RA_TRY(emit(out, ar, "dq", cfg->act_dtype, 4, qk_shape, dq));
     RA_TRY(emit(out, ar, "dk", cfg->act_dtype, 4, qk_shape, dk));
     RA_TRY(emit(out, ar, "dv", cfg->act_dtype, 4, v_shape, a.dv));
@@ -533,11 +538,17 @@ ra_status run(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out, int 
 extern "C" ra_status ra_gpu_gdn_forward(const ra_gpu_gdn_cfg *cfg, const ra_case *c,
                                         ra_tensors *out, int device, double *kernel_ms)
 {
-    return run(cfg, c, out, device, 0, kernel_ms);
+    return run(cfg, c, out, device, RA_GPU_GDN_FWD, kernel_ms);
 }
 
 extern "C" ra_status ra_gpu_gdn_backward(const ra_gpu_gdn_cfg *cfg, const ra_case *c,
                                          ra_tensors *grads, int device, double *kernel_ms)
 {
-    return run(cfg, c, grads, device, 1, kernel_ms);
+    return run(cfg, c, grads, device, RA_GPU_GDN_BWD, kernel_ms);
+}
+
+extern "C" ra_status ra_gpu_gdn_forward_backward(const ra_gpu_gdn_cfg *cfg, const ra_case *c,
+                                                 ra_tensors *out, int device, double *kernel_ms)
+{
+    return run(cfg, c, out, device, RA_GPU_GDN_FWD_BWD, kernel_ms);
 }

@@ -62,6 +62,12 @@ ra_status ra_gpu_gdn_forward(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_ten
                              int device, double *kernel_ms);
 ra_status ra_gpu_gdn_backward(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *grads,
                               int device, double *kernel_ms);
+/* Both in one training step (outputs, then gradients, into out): the
+   chunked backward reuses what the forward's prep and states pass left
+   in the workspace instead of recomputing it; the bits are those of the
+   two calls above, kernel_ms the time of all the kernels. */
+ra_status ra_gpu_gdn_forward_backward(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out,
+                                      int device, double *kernel_ms);
 
 /* The registered CUDA gdn variants: one row each.  twin names the CPU
    variant with the same algorithm and rounding points (the twin-agreement
@@ -102,17 +108,29 @@ typedef struct ra_gpu_gdn_args {
     float *dqv, *dkv;
 } ra_gpu_gdn_args;
 
+/* What a launch computes: the forward's outputs, the gradients (outputs
+   may be NULL then), or both in one training step. */
+typedef enum ra_gpu_gdn_mode {
+    RA_GPU_GDN_FWD = 0,
+    RA_GPU_GDN_BWD = 1,
+    RA_GPU_GDN_FWD_BWD = 2
+} ra_gpu_gdn_mode;
+
 /* Kernel families: launch, synchronise, and on failure return a status
    with the reason in msg (msglen bytes).  bwd = 0: forward outputs;
-   bwd = 1: gradients (outputs may be NULL then). */
+   bwd = 1: gradients (outputs may be NULL then).  The chunked family
+   takes a mode: in RA_GPU_GDN_FWD_BWD its backward reuses the prep and
+   the states pass the forward ran (the same bits as a forward launch and
+   a backward launch). */
 ra_status ra_gpu_gdn_seq_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd,
                                 char *msg, size_t msglen);
 /* The chunked family runs in a device workspace the caller allocates
    (outside any timing): ra_gpu_gdn_chunk_ws_floats floats (0 for a
    configuration the launch refuses). */
 int64_t ra_gpu_gdn_chunk_ws_floats(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a);
-ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a, int bwd,
-                                  float *ws, int64_t ws_floats, char *msg, size_t msglen);
+ra_status ra_gpu_gdn_chunk_launch(const ra_gpu_gdn_cfg *cfg, const ra_gpu_gdn_args *a,
+                                  ra_gpu_gdn_mode mode, float *ws, int64_t ws_floats, char *msg,
+                                  size_t msglen);
 
 #ifdef __cplusplus
 }

@@ -14,20 +14,32 @@
 #include "gpu/gdn_cuda.h"
 #include "recaudit/gdn.h"
 
-static ra_status gdn_forward(const ra_variant *self, const ra_case *c, ra_tensors *out,
-                             ra_run *run)
+/* One of gdn_cuda.h's entry points on the row's configuration. */
+typedef ra_status gdn_entry(const ra_gpu_gdn_cfg *cfg, const ra_case *c, ra_tensors *out,
+                            int device, double *kernel_ms);
+
+static ra_status gdn_call(gdn_entry *f, const ra_variant *self, const ra_case *c, ra_tensors *out,
+                          ra_run *run)
 {
     const ra_gpu_gdn_row *row = self->data;
-    return ra_gpu_gdn_forward(&row->cfg, c, out, run ? run->device : 0,
-                              run ? &run->elapsed_ms : NULL);
+    return f(&row->cfg, c, out, run ? run->device : 0, run ? &run->elapsed_ms : NULL);
+}
+
+static ra_status gdn_forward(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
+{
+    return gdn_call(ra_gpu_gdn_forward, self, c, out, run);
 }
 
 static ra_status gdn_backward(const ra_variant *self, const ra_case *c, ra_tensors *grads,
                               ra_run *run)
 {
-    const ra_gpu_gdn_row *row = self->data;
-    return ra_gpu_gdn_backward(&row->cfg, c, grads, run ? run->device : 0,
-                               run ? &run->elapsed_ms : NULL);
+    return gdn_call(ra_gpu_gdn_backward, self, c, grads, run);
+}
+
+static ra_status gdn_forward_backward(const ra_variant *self, const ra_case *c, ra_tensors *out,
+                                      ra_run *run)
+{
+    return gdn_call(ra_gpu_gdn_forward_backward, self, c, out, run);
 }
 
 /* The declared precision class of a configuration (recaudit/plugin.h). */
@@ -68,6 +80,7 @@ static void fill(void)
             .data = r,
             .forward = gdn_forward,
             .backward = gdn_backward,
+            .forward_backward = gdn_forward_backward,
         };
     }
 }
