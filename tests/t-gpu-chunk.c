@@ -32,7 +32,9 @@
  * T equal to one chunk of 64 (a partial chunk for C = 128) with Hv = 4 Hk;
  * and a long sequence, T = 1000 (16 chunks of 64, 8 of 128) in the
  * near-unit regime, where the state is carried through every chunk
- * boundary with little decay.
+ * boundary with little decay; and the production head (chunk 64,
+ * K = V = 128) with a last chunk of two rows, in f32 and in bf16, which
+ * the shared-memory kernels of the IEEE and bf16 rows serve.
  *
  * fused: ra_gpu_gdn_forward_backward, the training step whose backward
  * reuses the forward's prep and states pass, gives every row's outputs
@@ -61,6 +63,8 @@ static const gcase cases[] = {
     {"default", {1, 128, 2, 2, 32, 32}, RA_F32, 0, 0, 0},
     {"default", {2, 64, 1, 4, 16, 40}, RA_F32, 1, 0, 1},
     {"near-unit", {1, 1000, 1, 2, 32, 32}, RA_BF16, 1, 1, 0},
+    {"default", {1, 130, 1, 2, 128, 128}, RA_F32, 1, 0, 0},
+    {"strong-decay", {1, 130, 1, 2, 128, 128}, RA_BF16, 0, 0, 1},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 

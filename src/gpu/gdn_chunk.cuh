@@ -36,7 +36,8 @@
  *
  * In bf16 at the production head (chunk 64, K = V = 128, forward
  * substitution) prep and output are the shared-memory kernels of
- * gdn_chunk_fwd_bf16.cu, with the same arithmetic.
+ * gdn_chunk_fwd_bf16.cu, in IEEE those of gdn_chunk_fwd_ieee.cu, with the
+ * same arithmetic.
  *
  * The columns of the state are independent in both passes (V' = U - W S'
  * and the update act column by column, and so do dV' and the dS

@@ -50,6 +50,8 @@ cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const grou
 {
     if (g->wpairs)
         return ra_gpu_gdn_chunk_prep_bf16(a, g);
+    if (ra_gpu_gdn_chunk_ieee_serves(prec, a, g))
+        return ra_gpu_gdn_chunk_prep_ieee(a, g);
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
         ra_gpu::by_fix(*a, *g, [&](auto f) {
@@ -63,6 +65,8 @@ cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const gr
 {
     if (g->wpairs)
         return ra_gpu_gdn_chunk_output_bf16(a, g);
+    if (ra_gpu_gdn_chunk_ieee_serves(prec, a, g))
+        return ra_gpu_gdn_chunk_output_ieee(a, g);
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
         ra_gpu::by_fix(*a, *g, [&](auto f) {

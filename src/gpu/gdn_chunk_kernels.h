@@ -7,7 +7,8 @@
  * that fit the workspace and calls these in order for each group:
  * forward prep, states, output; backward prep, states, dstates, grads
  * (gdn_chunk.cuh says what each does).  gdn_chunk_fwd.cu holds prep and
- * output (gdn_chunk_fwd_bf16.cu the production head's bf16 ones),
+ * output (gdn_chunk_fwd_bf16.cu and gdn_chunk_fwd_ieee.cu the production
+ * head's bf16 and IEEE ones),
  * gdn_chunk_bwd.cu grads (gdn_chunk_bwd_bf16.cu the bf16 one), gdn_chunk_pass.cu the states and
  * dstates passes (gdn_chunk_states_bf16.cu and gdn_chunk_dstates_bf16.cu the bf16 ones), each
  * instantiated for the four operand precisions.  A launcher only enqueues its
@@ -39,6 +40,14 @@ cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const ra_g
 bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_prep_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_output_bf16(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+/* The IEEE prep and output of gdn_chunk_fwd_ieee.cu: whether they serve
+   group g (IEEE, chunk 64, K = V = 128, forward substitution, 16-byte
+   aligned tensors and workspace, their shared memory), and their
+   launches, which ra_gpu_gdn_chunk_prep and ra_gpu_gdn_chunk_output call
+   for such groups; the passes and grads stay the general kernels. */
+bool ra_gpu_gdn_chunk_ieee_serves(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+cudaError_t ra_gpu_gdn_chunk_prep_ieee(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
+cudaError_t ra_gpu_gdn_chunk_output_ieee(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 /* The bf16 gradients kernel of gdn_chunk_bwd_bf16.cu, which serves the
    backward of the groups with wpairs (the serving test above asks for
    its shared memory then), and the bytes of shared memory it takes. */

@@ -40,15 +40,16 @@ EXTRA_DIST += src/gpu/device.cu src/gpu/rounding_probe.cu src/gpu/device_none.c 
 gpu_chunk_headers = src/gpu/gdn_cuda_cxx.h src/gpu/gdn_chunk_kernels.h \
 	src/gpu/gdn_chunk.cuh src/gpu/gdn_chunk_inverse.cuh src/gpu/blk_mm.cuh src/gpu/mma.cuh \
 	src/gpu/pair_tile.cuh src/gpu/gdn_chunk_bf16.cuh src/gpu/gdn_chunk_grads.cuh \
-	src/gpu/cp_async.cuh src/gpu/pass_mm_fixed.cuh src/gpu/stored_load.cuh
+	src/gpu/cp_async.cuh src/gpu/pass_mm_fixed.cuh src/gpu/stored_load.cuh \
+	src/gpu/ffma_tile.cuh
 gpu_chunk_sources = src/gpu/gdn_chunk.cu src/gpu/gdn_chunk_fwd.cu src/gpu/gdn_chunk_bwd.cu \
 	src/gpu/gdn_chunk_pass.cu src/gpu/gdn_chunk_fwd_bf16.cu src/gpu/gdn_chunk_bwd_bf16.cu \
-	src/gpu/gdn_chunk_states_bf16.cu src/gpu/gdn_chunk_dstates_bf16.cu
+	src/gpu/gdn_chunk_states_bf16.cu src/gpu/gdn_chunk_dstates_bf16.cu src/gpu/gdn_chunk_fwd_ieee.cu
 librecaudit_a_SOURCES += $(gpu_chunk_headers)
 src/gpu/gdn_chunk.$(OBJEXT) src/gpu/gdn_chunk_fwd.$(OBJEXT) src/gpu/gdn_chunk_bwd.$(OBJEXT) \
 	src/gpu/gdn_chunk_pass.$(OBJEXT) src/gpu/gdn_chunk_fwd_bf16.$(OBJEXT) \
 	src/gpu/gdn_chunk_bwd_bf16.$(OBJEXT) src/gpu/gdn_chunk_states_bf16.$(OBJEXT) \
-	src/gpu/gdn_chunk_dstates_bf16.$(OBJEXT): \
+	src/gpu/gdn_chunk_dstates_bf16.$(OBJEXT) src/gpu/gdn_chunk_fwd_ieee.$(OBJEXT): \
 	$(gpu_chunk_headers) $(gpu_gdn_headers)
 if HAVE_CUDA
 librecaudit_a_SOURCES += $(gpu_chunk_sources)
