@@ -75,6 +75,7 @@
 
 #include <cstdint>
 
+#include "gpu/ffma_tile.cuh"
 #include "gpu/gdn_cuda_cxx.h"
 #include "gpu/mma.cuh"
 
@@ -329,8 +330,12 @@ constexpr int MM_T = 64; /* staged output block side */
 
 /* How a staged panel holds its operand (MM_T rows of MM_T contraction
    indices, LD words a row):
-     IEEE    floats, rows of 65 (a warp's 32 rows in distinct banks for the
-             chains);
+     IEEE    floats, rows of 68, so that the chains read four
+             contraction steps with one 16-byte load (eight consecutive
+             rows' words in distinct banks); rows of 65 put a warp's 32
+             rows in distinct banks for scalar loads and for the staging
+             of operands along their rows, which at 68 stores 4-way
+             conflicted, but the chains then issued a load per fmaf pair;
      tf32    the tf32 words cvt.rna makes, rows of 68 (lanes (g, t) of a
              fragment load at banks 4g + t): each element is rounded once,
              when staged, rather than once for each warp whose fragments
@@ -349,7 +354,7 @@ constexpr int MM_T = 64; /* staged output block side */
 template <int P> struct panel_fmt {
     static constexpr bool PAIR = P == RA_GPU_PREC_BF16, ROUNDED = P == RA_GPU_PREC_TF32;
     static constexpr int W = PAIR ? 2 : 1;
-    static constexpr int LD = P == RA_GPU_PREC_IEEE ? MM_T + 1 : MM_T / W + 4;
+    static constexpr int LD = MM_T / W + 4;
     static constexpr int WORDS = MM_T * LD;
 };
 
@@ -361,11 +366,63 @@ template <int P> struct panel_fmt {
    part they need; the rest is zeros). */
 constexpr int MM_LOADS = 8;
 
+/* mm_stage for a one-word format (IEEE, tf32, 3xtf32) whose operand rows
+   are contiguous and 16-byte aligned (cs == 1, base 16-byte aligned, rs
+   and k0 multiples of 4): four elements a load and a store, so that
+   MM_LOADS loads in flight per thread carry four times the bytes, and
+   the index arithmetic is per four elements.  The same words as the
+   scalar loop's. */
+template <int P>
+__device__ void mm_stage_rows4(uint32_t *dst, const float *base, int64_t rs, int r0, int k0,
+                               int rows, int cols)
+{
+    using F = panel_fmt<P>;
+    static_assert(F::W == 1 && F::LD % 4 == 0, "one word an element, 16-byte aligned rows");
+    constexpr int LD = F::LD, NQ = MM_T / 4, TOTAL = MM_T * NQ, U = MM_LOADS;
+    const int step = blockDim.x;
+    auto word = [](float x) { return F::ROUNDED ? tf32_rna(x) : __float_as_uint(x); };
+    for (int e0 = threadIdx.x; e0 < TOTAL; e0 += U * step) {
+        float4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int e = e0 + u * step, i = r0 + e / NQ, k = k0 + 4 * (e % NQ);
+            const float *x = base + (int64_t)i * rs + k;
+            v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (e < TOTAL && i < rows) {
+                if (k + 4 <= cols) {
+                    v[u] = *reinterpret_cast<const float4 *>(x);
+                } else {
+                    if (k < cols)
+                        v[u].x = x[0];
+                    if (k + 1 < cols)
+                        v[u].y = x[1];
+                    if (k + 2 < cols)
+                        v[u].z = x[2];
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int e = e0 + u * step;
+            if (e < TOTAL)
+                *reinterpret_cast<uint4 *>(dst + e / NQ * LD + 4 * (e % NQ)) =
+                    make_uint4(word(v[u].x), word(v[u].y), word(v[u].z), word(v[u].w));
+        }
+    }
+}
+
 template <int P>
 __device__ void mm_stage(uint32_t *dst, const float *base, int64_t rs, int64_t cs, int r0, int k0,
                          int rows, int cols)
 {
     using F = panel_fmt<P>;
+    if constexpr (F::W == 1) {
+        if (cs == 1 && rs % 4 == 0 && k0 % 4 == 0 &&
+            (reinterpret_cast<uintptr_t>(base) & 15) == 0) {
+            mm_stage_rows4<P>(dst, base, rs, r0, k0, rows, cols);
+            return;
+        }
+    }
     constexpr int W = F::W, LD = F::LD, NW = MM_T / W, TOTAL = MM_T * NW, U = MM_LOADS / W;
     const bool along_rows = rs == 1 && cs != 1;
     const int step = blockDim.x;
@@ -488,15 +545,17 @@ __device__ inline void mm_block_panel_mma(float *c, int64_t ldc, int i0, int j0,
 /* mm_block_panel for IEEE: each output element is its fmaf chain in
    increasing p from C or zero, as in blk_mm_direct; a thread runs the 16
    chains of a 4 x 4 micro-tile (rows y + 16 r, columns x + 16 c) side by
-   side, so that each pair of shared-memory loads feeds four fmafs rather
-   than one (one thread per element was bound by those loads).  A warp's
-   16 columns sit in distinct banks (row stride 65), its two rows are
-   broadcasts.  Rows and columns past the block are computed on the
+   side, reading four steps of each row with one 16-byte load, so that
+   eight loads feed 64 fmafs (the steps past the last multiple of four
+   below kt one at a time: the chains stop at kt).  A half warp's 16
+   columns are 16 consecutive rows of B's panel, its row of A a
+   broadcast.  Rows and columns past the block are computed on the
    panel's zeros and not stored. */
 __device__ inline void mm_block_panel_ieee(float *c, int64_t ldc, int i0, int j0, int mt, int nt,
                                            int kt, bool from_c, const float *As, const float *Bs)
 {
     constexpr int LD = panel_fmt<RA_GPU_PREC_IEEE>::LD, R = 4, S = MM_T / R;
+    static_assert(LD % 4 == 0, "16-byte aligned panel rows");
     float *cb = c + (int64_t)i0 * ldc + j0;
     for (int slot = threadIdx.x; slot < S * S; slot += blockDim.x) {
         const int x = slot % S, y = slot / S;
@@ -511,18 +570,29 @@ __device__ inline void mm_block_panel_ieee(float *c, int64_t ldc, int i0, int j0
                 d[r][q] = (from_c && i < mt && j < nt) ? cb[i * ldc + j] : 0.f;
             }
         const float *a = As + y * LD, *b = Bs + x * LD;
+        const int k4 = kt & ~3;
 #pragma unroll 1
-        for (int p = 0; p < kt; p++) {
-            float u[R], v[R];
+        for (int p = 0; p < k4; p += 4) {
+            float4 u[R];
 #pragma unroll
             for (int r = 0; r < R; r++)
-                u[r] = a[r * S * LD + p], v[r] = b[r * S * LD + p];
+                u[r] = *reinterpret_cast<const float4 *>(a + r * S * LD + p);
+#pragma unroll
+            for (int q = 0; q < R; q++) { /* one column's word at a time: fewer live registers */
+                const float4 v = *reinterpret_cast<const float4 *>(b + q * S * LD + p);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        d[r][q] = fmaf(f4_at(u[r], e), f4_at(v, e), d[r][q]);
+            }
+        }
+        for (int p = k4; p < kt; p++)
 #pragma unroll
             for (int r = 0; r < R; r++)
 #pragma unroll
                 for (int q = 0; q < R; q++)
-                    d[r][q] = fmaf(u[r], v[q], d[r][q]);
-        }
+                    d[r][q] = fmaf(a[r * S * LD + p], b[q * S * LD + p], d[r][q]);
 #pragma unroll
         for (int r = 0; r < R; r++)
 #pragma unroll
@@ -543,7 +613,7 @@ constexpr int MM_SMEM_FLOATS = 2 *
 
 template <int P> __device__ __forceinline__ float *mm_smem()
 {
-    __shared__ float buf[MM_SMEM_FLOATS<P>];
+    __shared__ __align__(16) float buf[MM_SMEM_FLOATS<P>]; /* 16-byte panel rows */
     return buf;
 }
 
