@@ -54,8 +54,8 @@ constexpr int IP_K = 3 * PC, IP_Q = IP_K + PC * LDF, IP_A = IP_Q + PC * LDF, IP_
               IP_WORDS = IP_T + PC * LDS;
 static_assert(IP_K % 4 == 0 && IP_A % 4 == 0 && IP_T % 4 == 0, "16-byte aligned tiles");
 
-/* The four threads' warps that copy V and form Y and X while warps 0..3
-   run the substitution (its 2 PC lanes). */
+/* Warps 4..7 copy V and form Y and X while warps 0..3 run the
+   substitution (its 2 PC lanes). */
 constexpr int IP_SIDE = IE_WARPS / 2;
 static_assert(2 * PC == 32 * (IE_WARPS - IP_SIDE), "the substitution's lanes are warps 0..3");
 
