@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu/cp_async.cuh"
+#include "gpu/gdn_chunk.cuh"
 #include "gpu/gdn_cuda_cxx.h"
 #include "gpu/pair_tile.cuh"
 
@@ -47,6 +48,33 @@ __device__ __forceinline__ void warp_stage_w(uint32_t *dst, const uint32_t *Wp, 
         else
             *reinterpret_cast<uint4 *>(dst + r * LDK + x) = make_uint4(0u, 0u, 0u, 0u);
     }
+}
+
+/* p is 16-byte aligned (cp.async copies, float4 accesses). */
+inline bool aligned16(const void *p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+/* The current device's opt-in shared memory per block in bytes, 0 when
+   it cannot be read (then no shared-memory kernel serves). */
+inline int smem_optin()
+{
+    int dev = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
+            cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return optin;
+}
+
+/* Group g of problem a is the production head the shared-memory kernels
+   serve: chunk 64, K = V = 128, forward substitution, the forward's
+   tensors and the workspace 16-byte aligned. */
+inline bool production_head(const ra_gpu_gdn_args *a, const group *g)
+{
+    return g->C == PC && a->s.K == PK && a->s.V == PK && g->inv == RA_CPU_INV_FWDSUBST &&
+           aligned16(a->q) && aligned16(a->k) && aligned16(a->v) && (!a->o || aligned16(a->o)) &&
+           aligned16(g->ws);
 }
 
 /* Launches kernel(a, g) on `blocks` blocks with `words` 32-bit words of
@@ -100,7 +128,7 @@ __device__ __forceinline__ const IN *stored(const float *f32, const uint16_t *bf
    128 is 256 bytes, and rows start at multiples of 128 elements). */
 inline bool reads_stored_bf16(const ra_gpu_gdn_args *a)
 {
-    auto al16 = [](const void *p) { return p && (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+    auto al16 = [](const void *p) { return p && aligned16(p); };
     return al16(a->qb) && al16(a->kb) && al16(a->vb) && (!a->do_ || al16(a->dob));
 }
 

@@ -308,26 +308,18 @@ using ra_gpu::group;
 
 bool ra_gpu_gdn_chunk_fwd_bf16_serves(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
-    auto al16 = [](const float *p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
-    if (!(prec == RA_GPU_PREC_BF16 && g->C == ra_gpu::PC && a->s.K == ra_gpu::PK &&
-          a->s.V == ra_gpu::PK && g->inv == RA_CPU_INV_FWDSUBST && al16(a->q) && al16(a->k) &&
-          al16(a->v) && (!a->o || al16(a->o)) && al16(g->ws)))
+    using namespace ra_gpu;
+    if (!(prec == RA_GPU_PREC_BF16 && production_head(a, g)))
         return false;
     /* the group's passes are then the bf16 ones, and in the backward its
        grads (the prep leaves out what only the general one reads): their
        shared memory, and the backward's tensors */
-    int dev = 0, optin = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-            cudaSuccess) {
-        cudaGetLastError();
-        return false;
-    }
+    const int optin = smem_optin();
     if (ra_gpu_gdn_chunk_states_bf16_bytes() > optin)
         return false;
     if (!g->bwd)
         return true;
-    return al16(a->do_) && al16(a->dqv) && al16(a->dkv) && al16(a->dv) &&
+    return aligned16(a->do_) && aligned16(a->dqv) && aligned16(a->dkv) && aligned16(a->dv) &&
            ra_gpu_gdn_chunk_dstates_bf16_bytes() <= optin &&
            ra_gpu_gdn_chunk_grads_bf16_bytes() <= optin;
 }

@@ -248,20 +248,9 @@ using ra_gpu::group;
 bool ra_gpu_gdn_chunk_ieee_serves(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
     using namespace ra_gpu;
-    auto al16 = [](const float *p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
-    if (!(prec == RA_GPU_PREC_IEEE && !g->wpairs && g->C == PC && a->s.K == PK && a->s.V == PK &&
-          g->inv == RA_CPU_INV_FWDSUBST && al16(a->q) && al16(a->k) && al16(a->v) &&
-          (!a->o || al16(a->o)) && al16(g->ws)))
-        return false;
-    int dev = 0, optin = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-            cudaSuccess) {
-        cudaGetLastError();
-        return false;
-    }
     const int words = IP_WORDS > IO_WORDS ? IP_WORDS : IO_WORDS;
-    return (int64_t)words * 4 <= optin;
+    return prec == RA_GPU_PREC_IEEE && !g->wpairs && production_head(a, g) &&
+           (int64_t)words * 4 <= smem_optin();
 }
 
 cudaError_t ra_gpu_gdn_chunk_prep_ieee(const ra_gpu_gdn_args *a, const group *g)
