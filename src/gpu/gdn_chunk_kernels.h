@@ -44,7 +44,9 @@ cudaError_t ra_gpu_gdn_chunk_output_bf16(const ra_gpu_gdn_args *a, const ra_gpu:
    group g (IEEE, chunk 64, K = V = 128, forward substitution, 16-byte
    aligned tensors and workspace, their shared memory), and their
    launches, which ra_gpu_gdn_chunk_prep and ra_gpu_gdn_chunk_output call
-   for such groups; the passes and grads stay the general kernels. */
+   for such groups; ra_gpu_gdn_chunk_grads runs gdn_chunk_bwd.cu's IEEE
+   gradients kernel for them too (when its shared memory fits), and the
+   passes stay the general kernels. */
 bool ra_gpu_gdn_chunk_ieee_serves(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_prep_ieee(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_output_ieee(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
