@@ -24,19 +24,28 @@ const char *__asan_default_options(void) { return "handle_segv=0:handle_sigbus=0
  * first, so every test can check that the parent's inputs came back
  * unchanged, and the reason in `died` is compared with the words the
  * harness promises (README, "variant crashed: SIGSEGV", ...).  The honest
- * variant's output is q * 2, checked element by element.
+ * variant's output is q * 2, checked element by element; its backward's
+ * gradient dq is do * 2, and the fused variant gives both in one call with
+ * a known defect planted, which the harness must report exactly.
  */
+
+/* out's tensor `to` = 2 x c's tensor `from`, in f64; the call timed at ms. */
+static ra_status twice(ra_tensors *out, const char *to, const ra_case *c, const char *from,
+                       ra_run *run, double ms)
+{
+    run->elapsed_ms = ms;
+    const ra_tensor *x = ra_tensors_find(&c->tensors, from);
+    ra_tensor *y;
+    RA_TRY(ra_tensors_new(out, &y, to, RA_F64, x->ndim, x->shape));
+    for (int64_t i = 0; i < x->numel; i++)
+        ra_tensor_set(y, i, 2 * ra_tensor_get(x, i));
+    return RA_OK;
+}
 
 static ra_status honest(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
 {
     (void)self;
-    run->elapsed_ms = 1.5;
-    const ra_tensor *q = ra_tensors_find(&c->tensors, "q");
-    ra_tensor *o;
-    RA_TRY(ra_tensors_new(out, &o, "o", RA_F64, q->ndim, q->shape));
-    for (int64_t i = 0; i < q->numel; i++)
-        ra_tensor_set(o, i, 2 * ra_tensor_get(q, i));
-    return RA_OK;
+    return twice(out, "o", c, "q", run, 1.5);
 }
 
 static ra_status writer(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
@@ -73,6 +82,30 @@ static ra_status refuser(const ra_variant *self, const ra_case *c, ra_tensors *o
     RA_ERROR("shape outside the envelope", RA_EUNSUPPORTED);
 }
 
+/* dq = 2 do, honest's backward. */
+static ra_status grad(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
+{
+    (void)self;
+    return twice(out, "dq", c, "do", run, 2.5);
+}
+
+/* What the fused test variant's one call does wrong (its data). */
+typedef enum { FUSED_SAME, FUSED_FLIP, FUSED_FAIL } fused_defect;
+
+/* honest and grad in one call, with the defect planted. */
+static ra_status both(const ra_variant *self, const ra_case *c, ra_tensors *out, ra_run *run)
+{
+    const fused_defect d = *(const fused_defect *)self->data;
+    if (d == FUSED_FAIL)
+        RA_ERROR("planted failure", RA_EIO);
+    RA_TRY(honest(self, c, out, run));
+    RA_TRY(grad(self, c, out, run));
+    if (d == FUSED_FLIP)
+        ra_tensor_set(ra_tensors_find(out, "dq"), 3, 7.0);
+    run->elapsed_ms = 9;
+    return RA_OK;
+}
+
 #define ROW(fn)                                                                                    \
     {                                                                                              \
         "gdn.test." #fn, "gdn", "test row", RA_CPU, "f64", RA_FWD, NULL, fn, NULL, NULL            \
@@ -91,6 +124,7 @@ static void setup(void)
         kept[i] = 0.25 * i - 1;
     tu_add(&c.tensors, "k", RA_F32, 1, shape, kept);
     tu_add(&c.tensors, "q", RA_F64, 1, shape, kept);
+    tu_add(&c.tensors, "do", RA_F64, 1, shape, kept);
     ck_assert_int_eq(ra_inputs_seal(&sealed, &c), RA_OK);
 }
 
@@ -127,6 +161,48 @@ START_TEST(test_data_honest)
             ck_assert(tu_at(&o.result.tensors, "o", i) == 2 * kept[i]);
         ra_outcome_clear(&o);
     }
+}
+END_TEST
+
+/* A variant with forward_backward: after the forward and the backward
+   the harness runs the one call too, in the child and in process; the
+   same bits pass, one changed gradient element or a failure of the one
+   call is the backward's failure, and the time is still the backward's
+   (2.5 ms), not the one call's (9). */
+START_TEST(test_data_fused)
+{
+    static const fused_defect defects[] = {FUSED_SAME, FUSED_FLIP, FUSED_FAIL};
+    for (int in_process = 0; in_process < 2; in_process++)
+        for (int d = 0; d < 3; d++) {
+            const ra_variant v = {"gdn.test.fused", "gdn",       "test row", RA_CPU, "f64",
+                                  RA_FWD | RA_BWD,  &defects[d], honest,     grad,   both};
+            ra_run r = {0, 0, -1, NULL};
+            ra_isolation iso = {in_process, 1.0};
+            ra_outcome o;
+            ra_outcome_init(&o);
+            ck_assert_int_eq(ra_variant_run_guarded(&o, &v, &c, 1, &r, &iso, &sealed, 1), RA_OK);
+            ck_assert_str_eq(o.died, "");
+            ck_assert_int_eq(o.fst, RA_OK);
+            ck_assert_int_eq(o.bwd_ran, 1);
+            ck_assert(o.elapsed_ms == 2.5);
+            if (defects[d] == FUSED_SAME) {
+                ck_assert_int_eq(o.bst, RA_OK);
+                for (int i = 0; i < 8; i++)
+                    ck_assert(tu_at(&o.result.tensors, "dq", i) == 2 * kept[i]);
+            } else if (defects[d] == FUSED_FLIP) {
+                ck_assert_int_eq(o.bst, RA_EINTERNAL);
+                ck_assert_str_eq(o.bwhy, "forward_backward differs from forward and backward: "
+                                         "'dq' 1 of 8 elements differ");
+            } else {
+                ck_assert_int_eq(o.bst, RA_EIO);
+                ck_assert_msg(strncmp(o.bwhy, "forward_backward: ", 18) == 0 &&
+                                  strstr(o.bwhy, "planted failure"),
+                              "bwhy: %s", o.bwhy);
+            }
+            for (int i = 0; i < 8; i++)
+                ck_assert(tu_at(&c.tensors, "q", i) == kept[i]);
+            ra_outcome_clear(&o);
+        }
 }
 END_TEST
 
@@ -201,7 +277,7 @@ static Suite *isolate_suite(void)
 {
     Suite *s = suite_create("isolate");
     tu_tcase(s, "special", setup, teardown, test_special_refusal_captured, test_special_seal);
-    tu_tcase(s, "data", setup, teardown, test_data_honest);
+    tu_tcase(s, "data", setup, teardown, test_data_honest, test_data_fused);
     tu_tcase(s, "regress", setup, teardown, test_regress_write_blamed, test_regress_exit,
              test_regress_signal, test_regress_timeout);
     return s;

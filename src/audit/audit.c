@@ -194,6 +194,55 @@ ra_status ra_variant_execute(ra_case *result, const ra_variant *v, const ra_case
     return RA_OK;
 }
 
+/* How tensor t of the separate calls and the fused call's u (NULL: absent)
+   differ, into why; 0 when they are the same bits. */
+static int tensor_differs(char *why, size_t len, const ra_tensor *t, const ra_tensor *u)
+{
+    if (!u) {
+        snprintf(why, len, "'%s' missing", t->name);
+        return 1;
+    }
+    if (u->dtype != t->dtype) {
+        snprintf(why, len, "'%s' dtype %s, separate calls %s", t->name, ra_dtype_name(u->dtype),
+                 ra_dtype_name(t->dtype));
+        return 1;
+    }
+    if (!ra_shape_equal(u->ndim, u->shape, t->ndim, t->shape)) {
+        char a[48], b[48]; /* shapes of a few dims; longer ones truncated */
+        ra_shape_format(a, sizeof a, u->ndim, u->shape);
+        ra_shape_format(b, sizeof b, t->ndim, t->shape);
+        snprintf(why, len, "'%s' shape %s, separate calls %s", t->name, a, b);
+        return 1;
+    }
+    const size_t es = ra_dtype_size(t->dtype);
+    int64_t n = 0;
+    for (int64_t i = 0; i < t->numel; i++)
+        n += memcmp((const char *)t->data + i * es, (const char *)u->data + i * es, es) != 0;
+    if (n)
+        snprintf(why, len, "'%s' %lld of %lld elements differ", t->name, (long long)n,
+                 (long long)t->numel);
+    return n != 0;
+}
+
+int ra_fused_differs(char *why, size_t len, const ra_case *fb, const ra_case *f, const ra_case *b)
+{
+    const ra_tensors *sep[] = {&f->tensors, b ? &b->tensors : &f->tensors};
+    for (int s = 0; s < (b ? 2 : 1); s++)
+        for (size_t i = 0; i < sep[s]->n; i++) {
+            const ra_tensor *t = sep[s]->items[i];
+            if (tensor_differs(why, len, t, ra_tensors_find(&fb->tensors, t->name)))
+                return 1;
+        }
+    for (size_t i = 0; i < fb->tensors.n; i++) {
+        const char *name = fb->tensors.items[i]->name;
+        if (!ra_tensors_find(&f->tensors, name) && !(b && ra_tensors_find(&b->tensors, name))) {
+            snprintf(why, len, "'%s' not given by the separate calls", name);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* --- comparing --------------------------------------------------------------------------- */
 
 int ra_is_gradient_of(const char *name, const ra_case *c)

@@ -108,6 +108,11 @@ ra_status ra_variant_run_backward(ra_case *result, const ra_variant *v, const ra
    gradients. */
 ra_status ra_variant_run_forward_backward(ra_case *result, const ra_variant *v, const ra_case *c,
                                           ra_run *run);
+/* Whether fb (forward_backward's result) holds exactly the tensors of the
+   separate calls' results f and b (b NULL: f holds both), bit for bit:
+   the one call may skip recomputing, never change a bit.  1 with the
+   first difference in why, else 0. */
+int ra_fused_differs(char *why, size_t len, const ra_case *fb, const ra_case *f, const ra_case *b);
 
 /* Appends a row without metrics (a skip, an error, a missing tensor) with
    the note formatted from fmt and counts its verdict. */

@@ -154,58 +154,6 @@ static ra_status measure(bench_times *bt, const ra_variant *v, const ra_case *c,
     return RA_OK;
 }
 
-/* How tensor t of the separate calls and the fused call's u (NULL: absent)
-   differ, into why; 0 when they are the same bits. */
-static int tensor_differs(char *why, size_t len, const ra_tensor *t, const ra_tensor *u)
-{
-    if (!u) {
-        snprintf(why, len, "'%s' missing", t->name);
-        return 1;
-    }
-    if (u->dtype != t->dtype) {
-        snprintf(why, len, "'%s' dtype %s, separate calls %s", t->name, ra_dtype_name(u->dtype),
-                 ra_dtype_name(t->dtype));
-        return 1;
-    }
-    if (!ra_shape_equal(u->ndim, u->shape, t->ndim, t->shape)) {
-        char a[48], b[48]; /* shapes of a few dims; longer ones truncated */
-        ra_shape_format(a, sizeof a, u->ndim, u->shape);
-        ra_shape_format(b, sizeof b, t->ndim, t->shape);
-        snprintf(why, len, "'%s' shape %s, separate calls %s", t->name, a, b);
-        return 1;
-    }
-    const size_t es = ra_dtype_size(t->dtype);
-    int64_t n = 0;
-    for (int64_t i = 0; i < t->numel; i++)
-        n += memcmp((const char *)t->data + i * es, (const char *)u->data + i * es, es) != 0;
-    if (n)
-        snprintf(why, len, "'%s' %lld of %lld elements differ", t->name, (long long)n,
-                 (long long)t->numel);
-    return n != 0;
-}
-
-/* Whether the fused result fb holds exactly the tensors of the separate
-   results f and b, bit for bit; the first difference in why. */
-static int fused_differs(char *why, size_t len, const ra_case *fb, const ra_case *f,
-                         const ra_case *b)
-{
-    const ra_tensors *sep[] = {&f->tensors, &b->tensors};
-    for (int s = 0; s < 2; s++)
-        for (size_t i = 0; i < sep[s]->n; i++) {
-            const ra_tensor *t = sep[s]->items[i];
-            if (tensor_differs(why, len, t, ra_tensors_find(&fb->tensors, t->name)))
-                return 1;
-        }
-    for (size_t i = 0; i < fb->tensors.n; i++) {
-        const char *name = fb->tensors.items[i]->name;
-        if (!ra_tensors_find(&f->tensors, name) && !ra_tensors_find(&b->tensors, name)) {
-            snprintf(why, len, "'%s' not given by the separate calls", name);
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* Marks row failed (counted in rows), its note "failed: " and the reason. */
 static void row_fail(ra_bench_rows *rows, ra_bench_row *row, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -276,7 +224,7 @@ static ra_status bench_variant(ra_bench_rows *rows, const ra_variant *v, const r
         if (st == RA_OK && fused) {
             /* row is the fwd+bwd one, the last added */
             char diff[sizeof row->note];
-            if (fused_differs(diff, sizeof diff, &bt.res_fb, &bt.res_f, &bt.res_b))
+            if (ra_fused_differs(diff, sizeof diff, &bt.res_fb, &bt.res_f, &bt.res_b))
                 row_fail(rows, row, "forward_backward differs from forward then backward: %s",
                          diff);
             else

@@ -129,7 +129,36 @@ void ra_inputs_unseal(ra_sealed *s, ra_case *c)
 
 /* --- the run itself ------------------------------------------------------------------------ */
 
-/* The variant on c, as ra_variant_execute, recording statuses and reasons. */
+/* A variant with forward_backward (a training step in one call): that
+   call too, whose tensors must be the separate calls' bit for bit, since
+   what a team trains with is the one call; a failure or a difference is
+   the backward's (o->bst, o->bwhy).  The run's time stays the separate
+   calls'. */
+static void check_fused(ra_outcome *o, const ra_variant *v, const ra_case *c, ra_run *run)
+{
+    const double ms = run->elapsed_ms;
+    ra_case fb;
+    ra_case_init(&fb);
+    ra_clear_error();
+    const ra_status st = ra_variant_run_forward_backward(&fb, v, c, run);
+    char why[384];
+    if (st != RA_OK) {
+        o->bst = st;
+        snprintf(o->bwhy, sizeof o->bwhy, "forward_backward: %s", ra_last_error());
+    } else if (ra_fused_differs(why, sizeof why, &fb, &o->result, NULL)) {
+        RA_REPORTF(RA_EINTERNAL,
+                   "variant %s: forward_backward differs from forward and backward: %s", v->name,
+                   why);
+        o->bst = RA_EINTERNAL;
+        snprintf(o->bwhy, sizeof o->bwhy, "forward_backward differs from forward and backward: %s",
+                 why);
+    }
+    ra_case_clear(&fb);
+    run->elapsed_ms = ms;
+}
+
+/* The variant on c, as ra_variant_execute (and its forward_backward,
+   check_fused), recording statuses and reasons. */
 static void run_body(ra_outcome *o, const ra_variant *v, const ra_case *c, int bwd, ra_run *run,
                      int capture)
 {
@@ -145,6 +174,8 @@ static void run_body(ra_outcome *o, const ra_variant *v, const ra_case *c, int b
         o->bwd_ran = 1;
         if (o->bst != RA_OK)
             snprintf(o->bwhy, sizeof o->bwhy, "%s", ra_last_error());
+        else if (v->forward_backward)
+            check_fused(o, v, c, run);
     }
     o->elapsed_ms = run->elapsed_ms;
     if (capture)

@@ -54,7 +54,10 @@ ra_status ra_inputs_seal(ra_sealed *s, ra_case *c);
 void ra_inputs_unseal(ra_sealed *s, ra_case *c);
 
 /* Runs v on c as ra_variant_execute does (the forward, then the backward
-   when bwd is set, v has RA_BWD and c carries a cotangent), in a child
+   when bwd is set, v has RA_BWD and c carries a cotangent; after a
+   backward that succeeded, v's forward_backward when it has one, which
+   must give the same tensors bit for bit, else o->bst is its status or
+   RA_EINTERNAL and o->bwhy says what differs), in a child
    unless iso says in process.  o (initialised by the caller) receives the
    statuses, reasons and result; with capture the variant's messages are
    recorded in o->fwhy/o->bwhy instead of printed.  When the run did not
