@@ -83,51 +83,32 @@ __device__ __forceinline__ void pair_terms(float *x, float *z, const float *m, c
         });
 }
 
-/* The general kernel's products and reductions: blk_mm<P> (without
-   batch), row_dot and blk_dot. */
-template <int P> struct grads_blk {
-    __device__ __forceinline__ void mm(float *c, int64_t ldc, int m, int n, int kc, mat a, mat b,
-                                       bool acc) const
-    {
-        blk_mm<P>(c, ldc, 0, m, n, kc, a, b, acc);
-    }
-    __device__ __forceinline__ float rdot(const float *x, const float *y, int n) const
-    {
-        return row_dot(x, y, n);
-    }
-    __device__ __forceinline__ float bdot(const float *x, const float *y, int n, float *red) const
-    {
-        return blk_dot<1>(x, y, n, red);
-    }
-};
-
-/* The production head's IEEE ones: ffma_mm on the block's shared memory
-   sm, and the same chains as row_dot and blk_dot with their loads issued
-   ahead (16 float4s a row, eight terms a lane), since here most of the
-   block waits at the next barrier while the L threads of a row dot run. */
-struct grads_ffma {
-    float *sm;
-    __device__ __forceinline__ void mm(float *c, int64_t ldc, int m, int n, int kc, mat a, mat b,
-                                       bool acc) const
-    {
-        ffma_mm(sm, c, ldc, m, n, kc, a, b, acc);
-    }
-    __device__ __forceinline__ float rdot(const float *x, const float *y, int n) const
-    {
-        return n == PK ? row_dot_ld4<PK>(x, y) : row_dot(x, y, n);
-    }
-    __device__ __forceinline__ float bdot(const float *x, const float *y, int n, float *red) const
-    {
-        return blk_dot<8>(x, y, n, red);
-    }
-};
+/* chunk_grads' products and reductions.  In the general kernel (FF
+   false) blk_mm<P>, row_dot and blk_dot<1>, written out at each call site:
+   through a policy object's inline members instead, the tf32, 3xtf32 and
+   bf16 instances compiled to other machine code (bench/same-sass.sh,
+   comparing .text).  In the production head's IEEE kernel (FF true)
+   ffma_mm on the block's shared memory fm, and row_dot's and blk_dot's
+   chains with their loads issued ahead (16 float4s a row, eight terms a
+   lane), since there most of the block waits at the next barrier while
+   the L threads of a row dot run. */
+#define RA_GRADS_MM(c, ldc, m, n, kc, a, b, acc)                                                   \
+    do {                                                                                           \
+        if constexpr (FF)                                                                          \
+            ffma_mm(fm, c, ldc, m, n, kc, a, b, acc);                                              \
+        else                                                                                       \
+            blk_mm<P>(c, ldc, 0, m, n, kc, a, b, acc);                                             \
+    } while (0)
+#define RA_GRADS_RDOT(x, y, n) (FF && (n) == PK ? row_dot_ld4<PK>(x, y) : row_dot(x, y, n))
+#define RA_GRADS_BDOT(x, y, n, red) (FF ? blk_dot<8>(x, y, n, red) : blk_dot<1>(x, y, n, red))
 
 /* Gradients of one chunk from its slice: S' (w.Sst), the end cotangent
-   (w.dS), V', dV' and P; products and reductions by ops (grads_blk<P>
-   or grads_ffma: the same chains, so the same bits). */
-template <int P, typename OPS>
+   (w.dS), V', dV' and P; products and reductions by the RA_GRADS_
+   macros (FF: the production head's IEEE kernel, fm its shared memory;
+   the same chains either way, so the same bits). */
+template <int P, bool FF>
 __device__ __forceinline__ void chunk_grads(const cws &w, const head &h, int64_t t0, int L,
-                                            float *red, const OPS &ops)
+                                            float *red, float *fm)
 {
     const int C = w.C, K = w.K, V = w.V, KV = K * V;
     const float s = h.scale;
@@ -141,23 +122,23 @@ __device__ __forceinline__ void chunk_grads(const cws &w, const head &h, int64_t
         dG[i] = 0.f, dbo[i * h.gs] = 0.f;
     /* (1), dV', came from the dstates pass. (2) dP = s dO V'^T -> gate terms, then dP <- d(QK^T) =
      * dP . M */
-    ops.mm(w.dP, C, L, L, V, mk(dO, h.vs, 1), mk(w.Vp, 1, V), false);
+    RA_GRADS_MM(w.dP, C, L, L, V, mk(dO, h.vs, 1), mk(w.Vp, 1, V), false);
     __syncthreads();
     pair_terms(w.dP, w.Z, w.P, w.Dm, C, L, true, [&](float x) { return __fmul_rn(s, x); });
     __syncthreads();
     pair_gates(dG, w.Z, C, L);
     /* (3) dQ = d(QK^T) K + s diag(gamma) dO S^T, with its gamma gate term */
-    ops.mm(dq, h.ks, L, K, L, mk(w.dP, C, 1), mk(k, h.qs, 1), false);
-    ops.mm(w.dQc, K, L, K, V, mk(dO, h.vs, 1), mk(w.Sst, 1, V), false);
+    RA_GRADS_MM(dq, h.ks, L, K, L, mk(w.dP, C, 1), mk(k, h.qs, 1), false);
+    RA_GRADS_MM(w.dQc, K, L, K, V, mk(dO, h.vs, 1), mk(w.Sst, 1, V), false);
     __syncthreads();
     add_scaled_rows(dq, h.ks, w.dQc, L, K, [&](int i) { return __fmul_rn(s, w.gam[i]); });
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
-        dG[i] = __fadd_rn(dG[i], ops.rdot(q + i * h.qs, w.dQc + i * K, K));
+        dG[i] = __fadd_rn(dG[i], RA_GRADS_RDOT(q + i * h.qs, w.dQc + i * K, K));
     __syncthreads();
     /* (4) dK = d(QK^T)^T Q + diag(delta) V' dSn^T, with its delta gate terms */
-    ops.mm(dk, h.ks, L, K, L, mk(w.dP, 1, C), mk(q, h.qs, 1), false);
-    ops.mm(w.dKc, K, L, K, V, mk(w.Vp, V, 1), mk(w.dS, 1, V), false);
+    RA_GRADS_MM(dk, h.ks, L, K, L, mk(w.dP, 1, C), mk(q, h.qs, 1), false);
+    RA_GRADS_MM(w.dKc, K, L, K, V, mk(w.Vp, V, 1), mk(w.dS, 1, V), false);
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
         w.tmp[i] = expf(__fsub_rn(gl, w.G[i]));
@@ -165,25 +146,25 @@ __device__ __forceinline__ void chunk_grads(const cws &w, const head &h, int64_t
     add_scaled_rows(dk, h.ks, w.dKc, L, K, [&](int i) { return w.tmp[i]; });
     __syncthreads();
     for (int i = threadIdx.x; i < L; i += blockDim.x)
-        w.tmp[i] = ops.rdot(k + i * h.qs, w.dKc + i * K, K);
+        w.tmp[i] = RA_GRADS_RDOT(k + i * h.qs, w.dKc + i * K, K);
     __syncthreads();
     for (int m = threadIdx.x; m < L; m += blockDim.x)
         dG[m] = delta_gate(dG[m], w.tmp, m, L);
     /* (5) the gC gate (the dS recursion ran in the dstates pass) */
-    const float sd = ops.bdot(w.dS, w.Sst, KV, red); /* synchronises */
+    const float sd = RA_GRADS_BDOT(w.dS, w.Sst, KV, red); /* synchronises */
     if (threadIdx.x == 0)
         dG[L - 1] = __fadd_rn(dG[L - 1], __fmul_rn(gC, sd));
     /* (6) dW = -dV' S^T */
-    ops.mm(w.dW, K, L, K, V, mk(w.dVp, V, 1), mk(w.Sst, 1, V), false);
+    RA_GRADS_MM(w.dW, K, L, K, V, mk(w.dVp, V, 1), mk(w.Sst, 1, V), false);
     __syncthreads();
     ew_to(w.dW, K, L, K, [&](int i, int j) { return -w.dW[i * K + j]; });
     __syncthreads();
     /* (7) dT = dV' X^T + dW Y^T (strict lower); dX = T^T dV', dY = T^T dW */
-    ops.mm(w.dT, C, L, L, V, mk(w.dVp, V, 1), mk(w.X, 1, V), false);
+    RA_GRADS_MM(w.dT, C, L, L, V, mk(w.dVp, V, 1), mk(w.X, 1, V), false);
     __syncthreads();
-    ops.mm(w.dT, C, L, L, K, mk(w.dW, K, 1), mk(w.Y, 1, K), true);
-    ops.mm(w.dX, V, L, V, L, mk(w.T, 1, C), mk(w.dVp, V, 1), false);
-    ops.mm(w.dY, K, L, K, L, mk(w.T, 1, C), mk(w.dW, K, 1), false);
+    RA_GRADS_MM(w.dT, C, L, L, K, mk(w.dW, K, 1), mk(w.Y, 1, K), true);
+    RA_GRADS_MM(w.dX, V, L, V, L, mk(w.T, 1, C), mk(w.dVp, V, 1), false);
+    RA_GRADS_MM(w.dY, K, L, K, L, mk(w.T, 1, C), mk(w.dW, K, 1), false);
     __syncthreads();
     for (int e = threadIdx.x; e < L * L; e += blockDim.x) {
         const int i = e / L, j = e % L;
@@ -196,29 +177,29 @@ __device__ __forceinline__ void chunk_grads(const cws &w, const head &h, int64_t
         return fmaf(bg, w.dY[i * K + j], dk[i * h.ks + j]);
     });
     for (int i = threadIdx.x; i < L; i += blockDim.x) {
-        const float x = ops.rdot(v + i * h.vs, w.dX + i * V, V),
-                    y = ops.rdot(k + i * h.qs, w.dY + i * K, K);
+        const float x = RA_GRADS_RDOT(v + i * h.vs, w.dX + i * V, V),
+                    y = RA_GRADS_RDOT(k + i * h.qs, w.dY + i * K, K);
         const float bg = __fmul_rn(beta[i * h.gs], w.gam[i]);
         dbo[i * h.gs] = __fadd_rn(__fadd_rn(dbo[i * h.gs], x), __fmul_rn(w.gam[i], y));
         dG[i] = __fadd_rn(dG[i], __fmul_rn(bg, y));
     }
     __syncthreads();
     /* (8) dA = -T^T dT T^T on the strict lower triangle */
-    ops.mm(w.Z, C, L, L, L, mk(w.dT, C, 1), mk(w.T, 1, C), false);
+    RA_GRADS_MM(w.Z, C, L, L, L, mk(w.dT, C, 1), mk(w.T, 1, C), false);
     __syncthreads();
-    ops.mm(w.dA, C, L, L, L, mk(w.T, 1, C), mk(w.Z, C, 1), false);
+    RA_GRADS_MM(w.dA, C, L, L, L, mk(w.T, 1, C), mk(w.Z, C, 1), false);
     __syncthreads();
     /* (9) A terms: gates, then dGram = dA . D into dA, dKb, dK, dbeta */
     pair_terms(w.dA, w.Z, w.A, w.Dm, C, L, false, [](float x) { return -x; });
     __syncthreads();
     pair_gates(dG, w.Z, C, L);
-    ops.mm(w.tK, K, L, K, L, mk(w.dA, C, 1), mk(k, h.qs, 1), false);
-    ops.mm(dk, h.ks, L, K, L, mk(w.dA, 1, C), mk(w.Kb, K, 1), true);
+    RA_GRADS_MM(w.tK, K, L, K, L, mk(w.dA, C, 1), mk(k, h.qs, 1), false);
+    RA_GRADS_MM(dk, h.ks, L, K, L, mk(w.dA, 1, C), mk(w.Kb, K, 1), true);
     __syncthreads();
     ew_to(dk, h.ks, L, K,
           [&](int i, int j) { return fmaf(beta[i * h.gs], w.tK[i * K + j], dk[i * h.ks + j]); });
     for (int i = threadIdx.x; i < L; i += blockDim.x)
-        dbo[i * h.gs] = __fadd_rn(dbo[i * h.gs], ops.rdot(k + i * h.qs, w.tK + i * K, K));
+        dbo[i * h.gs] = __fadd_rn(dbo[i * h.gs], RA_GRADS_RDOT(k + i * h.qs, w.tK + i * K, K));
     __syncthreads();
     /* (10) dg = reverse cumulative sum of dG */
     /* rev_cumsum's loop (gdn_chunk_grads.cuh), written out: called here,
@@ -237,6 +218,10 @@ __device__ __forceinline__ void chunk_grads(const cws &w, const head &h, int64_t
     __syncthreads();
 }
 
+#undef RA_GRADS_MM
+#undef RA_GRADS_RDOT
+#undef RA_GRADS_BDOT
+
 /* The gradients kernel is capped for 4 blocks per SM, 128 registers: at
    the other kernels' 80 it spilled 1004 bytes per thread (ptxas -v, bf16,
    FIX_C64_KV128), at 128 none.  H200, B=1, T=8192, Hv=32, K=V=128,
@@ -252,12 +237,12 @@ __global__ void __launch_bounds__(CHUNK_THREADS, GRADS_MIN_BLOCKS)
     chunk_block(g, hl, c);
     const head h = make_head<FIX>(a, g.h0 + hl);
     const int C = fixed_C<FIX>(g);
-    chunk_grads<P>(make_cws(g, C, h.K, h.V, hl, c), h, c * C, chunk_rows(h, C, c), red,
-                   grads_blk<P>());
+    chunk_grads<P, false>(make_cws(g, C, h.K, h.V, hl, c), h, c * C, chunk_rows(h, C, c), red,
+                          nullptr);
 }
 
 /* The production head's IEEE gradients (ra_gpu_gdn_chunk_ieee_serves):
-   chunk_grads with grads_ffma, 256 threads (ffma_tile's grid), two
+   chunk_grads with FF, 256 threads (ffma_tile's grid), two
    blocks per SM (ffma_mm's 99 KB of shared memory each).  The chunk's
    G and gamma, and the gate cotangent dG and its scratch, live in shared
    memory (the same values: the serial gate sums read them term by term). */
@@ -275,7 +260,7 @@ __global__ void __launch_bounds__(FM_THREADS, 2)
         vec[0][i] = w.G[i], vec[1][i] = w.gam[i];
     w.G = vec[0], w.gam = vec[1], w.dG = vec[2], w.tmp = vec[3];
     __syncthreads();
-    chunk_grads<RA_GPU_PREC_IEEE>(w, h, c * PC, L, red, grads_ffma{fm});
+    chunk_grads<RA_GPU_PREC_IEEE, true>(w, h, c * PC, L, red, fm);
 }
 
 } // namespace ra_gpu
