@@ -246,6 +246,10 @@ __global__ void __launch_bounds__(CHUNK_THREADS, GRADS_MIN_BLOCKS)
    blocks per SM (ffma_mm's 99 KB of shared memory each).  The chunk's
    G and gamma, and the gate cotangent dG and its scratch, live in shared
    memory (the same values: the serial gate sums read them term by term). */
+/* Its static shared memory (red, vec below): it counts against the same
+   per-block limit as the dynamic FM_WORDS. */
+constexpr int GI_STATIC_WORDS = DOT_LANES + 4 * PC;
+
 __global__ void __launch_bounds__(FM_THREADS, 2)
     gdn_chunk_grads_ieee_kernel(const ra_gpu_gdn_args a, const group g)
 {
@@ -272,7 +276,7 @@ cudaError_t ra_gpu_gdn_chunk_grads(int prec, const ra_gpu_gdn_args *a, const gro
     if (g->wpairs)
         return ra_gpu_gdn_chunk_grads_bf16(a, g);
     if (ra_gpu_gdn_chunk_ieee_serves(prec, a, g) &&
-        (int64_t)ra_gpu::FM_WORDS * 4 <= ra_gpu::smem_optin())
+        (int64_t)(ra_gpu::FM_WORDS + ra_gpu::GI_STATIC_WORDS) * 4 <= ra_gpu::smem_optin())
         return ra_gpu::launch_smem(ra_gpu::gdn_chunk_grads_ieee_kernel, ra_gpu::FM_THREADS,
                                    ra_gpu::FM_WORDS, g, a);
     const unsigned grid = (unsigned)(g->nh * g->nch);
