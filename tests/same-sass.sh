@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/same-sass.sh on a scratch repository: a whitespace edit keeps the
 # kernel's machine code, a changed constant or a new kernel does not, and
-# bad revisions and sources are refused.
+# bad revisions and sources are refused; symbols renumbered by a kernel
+# added before it do not count, and launch bounds do.
 set -u
 srcdir=${top_srcdir:-.}
 script=$srcdir/bench/same-sass.sh
@@ -38,12 +39,24 @@ expect 0 '^same .*scale'
 cat >k.cu <<'CU'
 __global__ void scale(float *x) { x[threadIdx.x] = x[threadIdx.x] * 3.f + 1.f; }
 CU
-expect 1 '^DIFFER .*scale'
+expect 1 '^DIFFER (text.*) .*scale'
 cat >k.cu <<'CU'
 __global__ void scale(float *x) { x[threadIdx.x] = x[threadIdx.x] * 2.f + 1.f; }
 __global__ void shift(float *x) { x[threadIdx.x] += 1.f; }
 CU
 expect 1 '^only in the tree .*shift'
+# a kernel before it renumbers the symbols, which changes no code
+cat >k.cu <<'CU'
+__global__ void first(float *x) { x[threadIdx.x] -= 1.f; }
+__global__ void scale(float *x) { x[threadIdx.x] = x[threadIdx.x] * 2.f + 1.f; }
+CU
+expect 1 '^same .*scale'
+expect 1 '^only in the tree .*first'
+# launch bounds are in the kernel's attributes
+cat >k.cu <<'CU'
+__global__ void __launch_bounds__(128) scale(float *x) { x[threadIdx.x] = x[threadIdx.x] * 2.f + 1.f; }
+CU
+expect 1 '^DIFFER (.*info.*) .*scale'
 out=$(sh "$script" no-such-rev k.cu 2>&1)
 test $? -eq 2 || fail "unknown revision accepted: $out"
 echo "$out" | grep -q "unknown revision" || fail "no reason: $out"
