@@ -174,6 +174,32 @@ __device__ void fm_nn(float *sm, float *c, int64_t ldc, int m, int n, int kc, co
             fm_end(c, ldc, m, n, ti + 16 * r, 64 * (x / 4) + 4 * tj + x % 4, d[r][x]);
 }
 
+/* The product by B's layout (NT: along the contraction) and its size: W
+   column blocks of 64 (nt: 4 W warps' columns of 16), contraction depth
+   KD of 64 or 128. */
+template <bool NT, int W, int KD>
+__device__ __forceinline__ void fm_form(float *sm, float *c, int64_t ldc, int m, int n, int kc,
+                                        const mat &a, const mat &b, bool acc)
+{
+    if constexpr (NT)
+        fm_nt<4 * W, KD>(sm, c, ldc, m, n, kc, a, b, acc);
+    else
+        fm_nn<W, KD>(sm, c, ldc, m, n, kc, a, b, acc);
+}
+
+template <bool NT>
+__device__ __forceinline__ void fm_sized(float *sm, float *c, int64_t ldc, int m, int n, int kc,
+                                         const mat &a, const mat &b, bool acc)
+{
+    const bool wk = kc > 64, wn = n > 64;
+    if (wk)
+        wn ? fm_form<NT, 2, 128>(sm, c, ldc, m, n, kc, a, b, acc)
+           : fm_form<NT, 1, 128>(sm, c, ldc, m, n, kc, a, b, acc);
+    else
+        wn ? fm_form<NT, 2, 64>(sm, c, ldc, m, n, kc, a, b, acc)
+           : fm_form<NT, 1, 64>(sm, c, ldc, m, n, kc, a, b, acc);
+}
+
 /* sm: the block's FM_WORDS floats, 16-byte aligned.  A call, not
    inlined: with this body inlined at the gradients kernel's 14 products
    (nvcc's own choice there) that kernel took 5.35 ms, called 4.74 (ncu,
@@ -183,22 +209,10 @@ __device__ __noinline__ void ffma_mm(float *sm, float *c, int64_t ldc, int m, in
                                      mat b, bool acc)
 {
     __syncthreads(); /* the previous product is done with sm */
-    const bool wk = kc > 64, wn = n > 64;
-    if (b.rs == 1) {
-        if (wk)
-            wn ? fm_nt<8, 128>(sm, c, ldc, m, n, kc, a, b, acc)
-               : fm_nt<4, 128>(sm, c, ldc, m, n, kc, a, b, acc);
-        else
-            wn ? fm_nt<8, 64>(sm, c, ldc, m, n, kc, a, b, acc)
-               : fm_nt<4, 64>(sm, c, ldc, m, n, kc, a, b, acc);
-    } else {
-        if (wk)
-            wn ? fm_nn<2, 128>(sm, c, ldc, m, n, kc, a, b, acc)
-               : fm_nn<1, 128>(sm, c, ldc, m, n, kc, a, b, acc);
-        else
-            wn ? fm_nn<2, 64>(sm, c, ldc, m, n, kc, a, b, acc)
-               : fm_nn<1, 64>(sm, c, ldc, m, n, kc, a, b, acc);
-    }
+    if (b.rs == 1)
+        fm_sized<true>(sm, c, ldc, m, n, kc, a, b, acc);
+    else
+        fm_sized<false>(sm, c, ldc, m, n, kc, a, b, acc);
 }
 
 } // namespace ra_gpu

@@ -132,6 +132,26 @@ inline bool reads_stored_bf16(const ra_gpu_gdn_args *a)
     return al16(a->qb) && al16(a->kb) && al16(a->vb) && (!a->do_ || al16(a->dob));
 }
 
+/* The gates of h's chunk at token t0 staged by NT threads: bet[i] =
+   beta_i and G the CPU's running sum of g, in its order, by one thread
+   (both zero at and past L).  The caller synchronises before reading G. */
+template <int NT>
+__device__ __forceinline__ void stage_gates(float *bet, float *G, const head &h, int64_t t0, int L)
+{
+    const float *gg = h.g + t0 * h.gs, *beta = h.beta + t0 * h.gs;
+    for (int i = threadIdx.x; i < PC; i += NT)
+        bet[i] = i < L ? beta[i * h.gs] : 0.f, G[i] = i < L ? gg[i * h.gs] : 0.f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float run = 0.f;
+#pragma unroll 8
+        for (int i = 0; i < L; i++) {
+            run = __fadd_rn(run, G[i]);
+            G[i] = run;
+        }
+    }
+}
+
 /* stage_rows(dst, x, ld, nr, COLS, same4) by NT threads, for x widened
    or as stored.  A stored row is already its pair-tile row (elements 2j,
    2j + 1 in word j, the first in the low half), so stored rows go by

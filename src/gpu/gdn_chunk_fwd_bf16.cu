@@ -85,7 +85,6 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
     const int64_t t0 = c * PC;
     const IN *k = stored<IN>(h.k, h.kb) + t0 * h.qs, *q = stored<IN>(h.q, h.qb) + t0 * h.qs,
              *v = stored<IN>(h.v, h.vb) + t0 * h.vs;
-    const float *gg = h.g + t0 * h.gs, *beta = h.beta + t0 * h.gs;
 
     constexpr bool ST = !std::is_same<IN, float>::value;
     if constexpr (ST) { /* K and Q as stored, in flight while beta and g load */
@@ -93,17 +92,7 @@ __global__ void __launch_bounds__(PREP_THREADS, PREP_BLOCKS)
         stage_rows_as<PC, PK, NT>(Qw, q, h.qs, L);
         cp_commit();
     }
-    for (int i = threadIdx.x; i < PC; i += NT)
-        bet[i] = i < L ? beta[i * h.gs] : 0.f, G[i] = i < L ? gg[i * h.gs] : 0.f;
-    __syncthreads();
-    if (threadIdx.x == 0) { /* the CPU's running sum, in its order, over g staged in G */
-        float run = 0.f;
-#pragma unroll 8
-        for (int i = 0; i < L; i++) {
-            run = __fadd_rn(run, G[i]);
-            G[i] = run;
-        }
-    }
+    stage_gates<NT>(bet, G, h, t0, L);
     /* K, Kb = diag(beta) K from one load, Q; stored, Kb from K's tile
        (the same products) */
     if constexpr (ST) {

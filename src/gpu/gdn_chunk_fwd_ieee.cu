@@ -75,23 +75,12 @@ __global__ void __launch_bounds__(IE_THREADS, IE_BLOCKS)
     const cws w = make_cws(g, PC, PK, PK, hl, c);
     const int L = chunk_rows(h, PC, c), warp = threadIdx.x >> 5;
     const int64_t t0 = c * PC;
-    const float *gg = h.g + t0 * h.gs, *beta = h.beta + t0 * h.gs;
 
     constexpr int RW = PC / IE_WARPS; /* rows a warp copies */
     warp_copy_rows_upto<RW, PK / 4, LDF>(Ks, h.k + t0 * h.qs, h.qs, RW * warp, L);
     warp_copy_rows_upto<RW, PK / 4, LDF>(Qs, h.q + t0 * h.qs, h.qs, RW * warp, L);
     cp_commit();
-    for (int i = threadIdx.x; i < PC; i += IE_THREADS)
-        bet[i] = i < L ? beta[i * h.gs] : 0.f, G[i] = i < L ? gg[i * h.gs] : 0.f;
-    __syncthreads();
-    if (threadIdx.x == 0) { /* the CPU's running sum, in its order, over g staged in G */
-        float run = 0.f;
-#pragma unroll 8
-        for (int i = 0; i < L; i++) {
-            run = __fadd_rn(run, G[i]);
-            G[i] = run;
-        }
-    }
+    stage_gates<IE_THREADS>(bet, G, h, t0, L);
     __syncthreads();
     for (int i = threadIdx.x; i < PC; i += IE_THREADS) {
         gam[i] = i < L ? expf(G[i]) : 0.f;
