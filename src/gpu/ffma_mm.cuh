@@ -42,6 +42,7 @@ namespace ra_gpu
 {
 
 constexpr int FM_THREADS = 256, FM_M = 64, FM_N = 128, FM_K = 128;
+static_assert(FM_THREADS == FFMA_THREADS, "ffma_tile.cuh's 16 x 16 grid");
 /* A: FM_M rows of up to FM_K (+4: eight consecutive rows' 16-byte words
    in distinct banks); B: up to FM_N rows of FM_K (along the contraction)
    or FM_K rows of FM_N (along the output's columns). */

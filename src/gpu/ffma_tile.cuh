@@ -17,6 +17,10 @@
 namespace ra_gpu
 {
 
+/* The block size the 16 x 16 grid takes: callers launch this many
+   threads and say so with a static_assert against their own constant. */
+constexpr int FFMA_THREADS = 256;
+
 /* The thread's place in the 16 x 16 grid of a 256-thread block. */
 __device__ __forceinline__ int ffma_ti()
 {

@@ -41,6 +41,7 @@ namespace ra_gpu
    memory each), fp32 rows of 128 (LDF) or 64 (LDS) floats plus four, so
    that eight consecutive rows' 16-byte words sit in distinct banks. */
 constexpr int IE_THREADS = 256, IE_BLOCKS = 2, IE_WARPS = IE_THREADS / 32;
+static_assert(IE_THREADS == FFMA_THREADS, "ffma_tile.cuh's 16 x 16 grid");
 constexpr int LDF = PK + 4, LDS = PC + 4;
 
 /* prep's shared memory (floats):
