@@ -86,7 +86,8 @@ words() { readelf -x "$2" "$1" 2>/dev/null | sed -n 's/^ *0x[0-9a-f]* //p' | cut
 # constant section; in the file's .nv.info, only KERNEL's (symbol, value)
 # entries are printed.
 attributes() {
-    readelf -s -W "$1" 2>/dev/null | sed -n 's/^ *\([0-9]*\): .* \([^ ]*\)$/S \1 \2/p' >"$work/syms"
+    test -f "$1.syms" ||
+        readelf -s -W "$1" 2>/dev/null | sed -n 's/^ *\([0-9]*\): .* \([^ ]*\)$/S \1 \2/p' >"$1.syms"
     words "$1" "$2" | awk -v kernel="${3:-}" '
     function u32(i) { return b[i] + 256 * (b[i + 1] + 256 * (b[i + 2] + 256 * b[i + 3])) }
     FNR == NR { name[$2] = $3; next }
@@ -110,7 +111,7 @@ attributes() {
                 pay = name[u32(i + 4)] " " substr(pay, 9)
             printf "0x%02x 0x%02x %s\n", fmt, attr, size ? pay : val
         }
-    }' "$work/syms" -
+    }' "$1.syms" -
 }
 # part CUBIN KERNEL PART: what PART (text, info, resources, relocations) of
 # KERNEL is in CUBIN
@@ -132,12 +133,14 @@ part() {
 }
 
 # form SIDE N K: kernel K's four parts in compile N of SIDE (old or new),
-# into $work/SIDE.N.form
+# kept in $work/SIDE.N.K.form (each extracted once) and named in $form
 form() {
+    form=$work/$1.$2.$3.form
+    test -f "$form" && return 0
     for p in text info resources relocations; do
         echo "== $p"
         part "$work/$1.$2.cubin" "$3" $p
-    done >"$work/$1.$2.form"
+    done >"$form"
 }
 # build SIDE N FILE: compile N of FILE on SIDE, or exit 2
 build_side() {
@@ -152,18 +155,14 @@ build_side() {
 # agree K NEW OLD: does kernel K of some tree compile 1..NEW equal that
 # of some compile 1..OLD at REV?
 agree() {
-    i=1
-    while test $i -le "$2"; do
-        form new $i "$1"
-        mv "$work/new.$i.form" "$work/n$i"
-        i=$((i + 1))
-    done
     j=1
     while test $j -le "$3"; do
         form old $j "$1"
+        old_form=$form
         i=1
         while test $i -le "$2"; do
-            cmp -s "$work/old.$j.form" "$work/n$i" && return 0
+            form new $i "$1"
+            cmp -s "$old_form" "$form" && return 0
             i=$((i + 1))
         done
         j=$((j + 1))
@@ -172,11 +171,11 @@ agree() {
 }
 # forms K SIDE N: how many distinct forms of K compiles 1..N of SIDE gave
 forms() {
-    n=1
-    while test $n -le "$3"; do
-        form "$2" $n "$1"
-        md5sum <"$work/$2.$n.form"
-        n=$((n + 1))
+    c=1
+    while test $c -le "$3"; do
+        form "$2" $c "$1"
+        md5sum <"$form"
+        c=$((c + 1))
     done | sort -u | wc -l | tr -d ' '
 }
 
