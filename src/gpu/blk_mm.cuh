@@ -127,6 +127,48 @@ __device__ __forceinline__ void frag_store(const float (&d)[4], float *c, int64_
         c[r1 * ldc + c1] = d[3];
 }
 
+/* A sum's start (C or zero) and end for output element (i, j) of the
+   products that keep their sums in registers (ffma_mm, x3_mm). */
+__device__ __forceinline__ float mm_start(const float *c, int64_t ldc, int m, int n, bool acc,
+                                          int i, int j)
+{
+    return (acc && i < m && j < n) ? c[i * ldc + j] : 0.f;
+}
+
+__device__ __forceinline__ void mm_end(float *c, int64_t ldc, int m, int n, int i, int j, float x)
+{
+    if (i < m && j < n)
+        c[i * ldc + j] = x;
+}
+
+/* X(r, x) = src[r*rs + x*cs] for r < nr, x < nx, else zero, r < ROWS,
+   x < COLS, element by element over THREADS threads (consecutive threads
+   along X's unit stride: r when rs == 1): put(r, x, X(r, x)), a thread's
+   loads (up to UMAX) issued before its puts.  The whole-operand products'
+   staging (ffma_mm, x3_mm) of operands whose rows are not 16-byte runs. */
+template <int ROWS, int COLS, int THREADS, int UMAX, typename PUT>
+__device__ __forceinline__ void stage_elems(const float *src, int64_t rs, int64_t cs, int nr,
+                                            int nx, PUT put)
+{
+    constexpr int N = ROWS * COLS, U = N / THREADS < UMAX ? N / THREADS : UMAX;
+    const bool down = rs == 1;
+#pragma unroll 1
+    for (int e0 = threadIdx.x; e0 < N; e0 += U * THREADS) {
+        float v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int e = e0 + u * THREADS;
+            const int r = down ? e % ROWS : e / COLS, x = down ? e / ROWS : e % COLS;
+            v[u] = (r < nr && x < nx) ? src[r * rs + x * cs] : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int e = e0 + u * THREADS;
+            put(down ? e % ROWS : e / COLS, down ? e / ROWS : e % COLS, v[u]);
+        }
+    }
+}
+
 /* A tf32 or 3xtf32 fragment (A's four values or B's two) as the mma reads
    it: the tf32 words, and in 3xtf32 the small parts too.  Formed once,
    a fragment may feed several k-steps of the same operands. */

@@ -85,37 +85,8 @@ __device__ __forceinline__ void fm_stage(float *dst, const float *src, int64_t r
         }
         return;
     }
-    constexpr int N = ROWS * COLS, U = N / FM_THREADS < 16 ? N / FM_THREADS : 16;
-    const bool down = rs == 1; /* consecutive threads along r */
-#pragma unroll 1
-    for (int e0 = threadIdx.x; e0 < N; e0 += U * FM_THREADS) {
-        float v[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int e = e0 + u * FM_THREADS;
-            const int r = down ? e % ROWS : e / COLS, x = down ? e / ROWS : e % COLS;
-            v[u] = (r < nr && x < nx) ? src[r * rs + x * cs] : 0.f;
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int e = e0 + u * FM_THREADS;
-            const int r = down ? e % ROWS : e / COLS, x = down ? e / ROWS : e % COLS;
-            dst[r * LD + x] = v[u];
-        }
-    }
-}
-
-/* The chains' start (C or zero) and end for output element (i, j). */
-__device__ __forceinline__ float fm_start(const float *c, int64_t ldc, int m, int n, bool acc,
-                                          int i, int j)
-{
-    return (acc && i < m && j < n) ? c[i * ldc + j] : 0.f;
-}
-
-__device__ __forceinline__ void fm_end(float *c, int64_t ldc, int m, int n, int i, int j, float x)
-{
-    if (i < m && j < n)
-        c[i * ldc + j] = x;
+    stage_elems<ROWS, COLS, FM_THREADS, 16>(src, rs, cs, nr, nx,
+                                            [&](int r, int x, float v) { dst[r * LD + x] = v; });
 }
 
 /* B^T staged as CN * 16 rows of KD (B along the contraction, b.rs == 1,
@@ -135,7 +106,7 @@ __device__ void fm_nt(float *sm, float *c, int64_t ldc, int m, int n, int kc, co
     for (int r = 0; r < 4; r++)
 #pragma unroll
         for (int q = 0; q < CN; q++)
-            d[0][r][q] = fm_start(c, ldc, m, n, acc, ti + 16 * r, tj + 16 * q);
+            d[0][r][q] = mm_start(c, ldc, m, n, acc, ti + 16 * r, tj + 16 * q);
     cp_wait<0>();
     __syncthreads();
     const float *const ops[1] = {As};
@@ -144,7 +115,7 @@ __device__ void fm_nt(float *sm, float *c, int64_t ldc, int m, int n, int kc, co
     for (int r = 0; r < 4; r++)
 #pragma unroll
         for (int q = 0; q < CN; q++)
-            fm_end(c, ldc, m, n, ti + 16 * r, tj + 16 * q, d[0][r][q]);
+            mm_end(c, ldc, m, n, ti + 16 * r, tj + 16 * q, d[0][r][q]);
 }
 
 /* B staged as KD rows of 64 H (B along the output's columns, b.cs == 1,
@@ -164,7 +135,7 @@ __device__ void fm_nn(float *sm, float *c, int64_t ldc, int m, int n, int kc, co
     for (int r = 0; r < 4; r++)
 #pragma unroll
         for (int x = 0; x < 4 * H; x++)
-            d[r][x] = fm_start(c, ldc, m, n, acc, ti + 16 * r, 64 * (x / 4) + 4 * tj + x % 4);
+            d[r][x] = mm_start(c, ldc, m, n, acc, ti + 16 * r, 64 * (x / 4) + 4 * tj + x % 4);
     cp_wait<0>();
     __syncthreads();
     ffma_nn<4, H, KD, LDA, LDB>(d, As, Bs);
@@ -172,7 +143,7 @@ __device__ void fm_nn(float *sm, float *c, int64_t ldc, int m, int n, int kc, co
     for (int r = 0; r < 4; r++)
 #pragma unroll
         for (int x = 0; x < 4 * H; x++)
-            fm_end(c, ldc, m, n, ti + 16 * r, 64 * (x / 4) + 4 * tj + x % 4, d[r][x]);
+            mm_end(c, ldc, m, n, ti + 16 * r, 64 * (x / 4) + 4 * tj + x % 4, d[r][x]);
 }
 
 /* The product by B's layout (NT: along the contraction) and its size: W

@@ -13,7 +13,8 @@
  *   S' = st(S), V' = U - W S',
  *   O = (gamma * (Q S')) scale + ((Q K^T) . D)_{j<=i} V' scale,
  *   S <- exp(G_{L-1}) S + K^T (exp(G_{L-1} - G) * V').
- * Every product is blk_mm<P> (operands rounded by P); st() rounds to bf16
+ * Every product is blk_mm<P> (operands rounded by P), or x3_mm with the
+ * same bits in the production head's 3xtf32 kernels; st() rounds to bf16
  * in the bf16 configuration (T, W, U and chunk states stored in bf16, as
  * fla) and is the identity otherwise; the running state S, the gates and
  * every elementwise step stay in fp32.  Elementwise steps are written with
@@ -58,6 +59,7 @@
 #include "gpu/blk_mm.cuh"
 #include "gpu/gdn_chunk_inverse.cuh"
 #include "gpu/gdn_cuda_cxx.h"
+#include "gpu/x3_mm.cuh"
 
 namespace ra_gpu
 {
@@ -288,8 +290,23 @@ __device__ __forceinline__ float decay(const float *G, int L, int i, int j)
     return (i < L && j <= i) ? expf(__fsub_rn(G[i], G[j])) : 0.f;
 }
 
+/* The steps' products: blk_mm<P>, or with FF (the production head's
+   3xtf32 kernels, xs their X3_WORDS of shared memory) x3_mm, the same
+   bits from operands staged whole.  A macro, as chunk_grads' (through an
+   inline function, the general prep kernels compiled to other code). */
+#define RA_CHUNK_MM(c, ldc, m, n, kc, a, b)                                                        \
+    do {                                                                                           \
+        if constexpr (FF) {                                                                        \
+            static_assert(P == RA_GPU_PREC_TF32X3, "x3_mm is 3xtf32");                             \
+            x3_mm(xs, c, ldc, m, n, kc, a, b, false);                                              \
+        } else {                                                                                   \
+            blk_mm<P>(c, ldc, 0, m, n, kc, a, b, false);                                           \
+        }                                                                                          \
+    } while (0)
+
 /* G, gamma, D, A, T, W, U of the chunk at token t0 (L rows). */
-template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t t0, int L)
+template <int P, bool FF = false>
+__device__ void chunk_prep(const cws &w, const head &h, int64_t t0, int L, uint32_t *xs = nullptr)
 {
     const int C = w.C, K = w.K, V = w.V;
     const float *k = h.k + t0 * h.qs, *v = h.v + t0 * h.vs, *g = h.g + t0 * h.gs,
@@ -310,14 +327,17 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
     ew_to(w.Dm, C, C, C, [&](int i, int j) { return decay(w.G, L, i, j); });
     ew_to(w.Kb, K, L, K, [&](int i, int j) { return __fmul_rn(k[i * h.qs + j], beta[i * h.gs]); });
     __syncthreads();
-    blk_mm<P>(w.A, C, 0, L, L, K, mk(w.Kb, K, 1), mk(k, 1, h.qs), false);
+    RA_CHUNK_MM(w.A, C, L, L, K, mk(w.Kb, K, 1), mk(k, 1, h.qs));
     __syncthreads();
     ew_to(w.A, C, C, C, [&](int i, int j) {
         const int e = i * C + j;
         return (i < L && j < i) ? __fmul_rn(w.A[e], w.Dm[e]) : 0.f;
     });
     __syncthreads();
-    inverse<P>(w.T, w.A, C, w.inv, w.inv_scr); /* ends synchronised */
+    if constexpr (FF) /* C = 64, forward substitution: inverse<P>'s routine there */
+        inv_fwdsubst_pairs_smem<64>(w.T, w.A, reinterpret_cast<float *>(xs));
+    else
+        inverse<P>(w.T, w.A, C, w.inv, w.inv_scr); /* ends synchronised */
     /* st() is the identity but in bf16 */
     if (P == RA_GPU_PREC_BF16)
         ew_to(w.T, C, L, C, [&](int i, int j) {
@@ -327,8 +347,8 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
     ew_to(w.Y, K, L, K, [&](int i, int j) { return __fmul_rn(w.Kb[i * K + j], w.gam[i]); });
     ew_to(w.X, V, L, V, [&](int i, int j) { return __fmul_rn(v[i * h.vs + j], beta[i * h.gs]); });
     __syncthreads();
-    blk_mm<P>(w.W, K, 0, L, K, L, mk(w.T, C, 1), mk(w.Y, K, 1), false);
-    blk_mm<P>(w.U, V, 0, L, V, L, mk(w.T, C, 1), mk(w.X, V, 1), false);
+    RA_CHUNK_MM(w.W, K, L, K, L, mk(w.T, C, 1), mk(w.Y, K, 1));
+    RA_CHUNK_MM(w.U, V, L, V, L, mk(w.T, C, 1), mk(w.X, V, 1));
     __syncthreads();
     if (P == RA_GPU_PREC_BF16) {
         ew_to(w.W, K, L, K, [&](int i, int j) { return st<P>(w.W[i * K + j]); });
@@ -338,11 +358,11 @@ template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t
 }
 
 /* P = (Q K^T) . D on j <= i (zero above). */
-template <int P> __device__ void chunk_p(const cws &w, const head &h, int64_t t0, int L)
+template <int P, bool FF = false>
+__device__ void chunk_p(const cws &w, const head &h, int64_t t0, int L, uint32_t *xs = nullptr)
 {
     const int C = w.C, K = w.K;
-    blk_mm<P>(w.P, C, 0, L, L, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(h.k + t0 * h.qs, 1, h.qs),
-              false);
+    RA_CHUNK_MM(w.P, C, L, L, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(h.k + t0 * h.qs, 1, h.qs));
     __syncthreads();
     ew_to(w.P, C, L, L,
           [&](int i, int j) { return j <= i ? __fmul_rn(w.P[i * C + j], w.Dm[i * C + j]) : 0.f; });
@@ -350,18 +370,21 @@ template <int P> __device__ void chunk_p(const cws &w, const head &h, int64_t t0
 }
 
 /* O rows of the chunk, into h.o, from the slice's S', V' and P. */
-template <int P> __device__ void chunk_output(const cws &w, const head &h, int64_t t0, int L)
+template <int P, bool FF = false>
+__device__ void chunk_output(const cws &w, const head &h, int64_t t0, int L, uint32_t *xs = nullptr)
 {
     const int C = w.C, K = w.K, V = w.V;
     float *o = h.o + t0 * h.vs;
-    blk_mm<P>(w.QS, V, 0, L, V, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(w.Sst, V, 1), false);
-    blk_mm<P>(o, h.vs, 0, L, V, L, mk(w.P, C, 1), mk(w.Vp, V, 1), false);
+    RA_CHUNK_MM(w.QS, V, L, V, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(w.Sst, V, 1));
+    RA_CHUNK_MM(o, h.vs, L, V, L, mk(w.P, C, 1), mk(w.Vp, V, 1));
     __syncthreads();
     ew_to(o, h.vs, L, V, [&](int i, int j) {
         return __fadd_rn(__fmul_rn(__fmul_rn(w.gam[i], w.QS[i * V + j]), h.scale),
                          __fmul_rn(o[i * h.vs + j], h.scale));
     });
 }
+
+#undef RA_CHUNK_MM
 
 /* Flattened grid index: (head of the group, chunk). */
 __device__ __forceinline__ void chunk_block(const group &g, int64_t &hl, int64_t &c)

@@ -25,11 +25,13 @@
  * (5), is a fixed-shape block tree of fmaf partial chains instead of the
  * CPU's single chain: deterministic, and its rounding error is smaller.
  *
- * Two kernels run these steps (chunk_grads): the general one, its
+ * Three kernels run these steps (chunk_grads): the general one, its
  * products blk_mm's, and at the production head in IEEE (chunk 64,
  * K = V = 128) one whose products are ffma_mm's, each operand staged
  * whole in shared memory and run as register tiles of the same fmaf
  * chains (H200, B=1, T=8192, Hv=32: 6.83 against 4.74 ms, ncu).  The
+ * 3xtf32 kernel at the same head runs x3_mm's products (each operand split
+ * once into tf32 word pairs in shared memory, blk_mm's k-steps).  The
  * steps, and so the bits, are the same; gpu-bits checks them.
  */
 
@@ -38,6 +40,7 @@
 #include "gpu/gdn_chunk_bf16.cuh"
 #include "gpu/gdn_chunk_grads.cuh"
 #include "gpu/gdn_chunk_kernels.h"
+#include "gpu/x3_mm.cuh"
 
 namespace ra_gpu
 {
@@ -87,15 +90,17 @@ __device__ __forceinline__ void pair_terms(float *x, float *z, const float *m, c
    false) blk_mm<P>, row_dot and blk_dot<1>, written out at each call site:
    through a policy object's inline members instead, the tf32, 3xtf32 and
    bf16 instances compiled to other machine code (bench/same-sass.sh,
-   comparing .text).  In the production head's IEEE kernel (FF true)
-   ffma_mm on the block's shared memory fm, and row_dot's and blk_dot's
+   comparing .text).  In the production head's IEEE and 3xtf32 kernels (FF)
+   ffma_mm or x3_mm on the block's shared memory fm, and row_dot's and blk_dot's
    chains with their loads issued ahead (16 float4s a row, eight terms a
    lane), since there most of the block waits at the next barrier while
    the L threads of a row dot run. */
 #define RA_GRADS_MM(c, ldc, m, n, kc, a, b, acc)                                                   \
     do {                                                                                           \
-        if constexpr (FF)                                                                          \
+        if constexpr (FF && P == RA_GPU_PREC_IEEE)                                                 \
             ffma_mm(fm, c, ldc, m, n, kc, a, b, acc);                                              \
+        else if constexpr (FF)                                                                     \
+            x3_mm(reinterpret_cast<uint32_t *>(fm), c, ldc, m, n, kc, a, b, acc);                  \
         else                                                                                       \
             blk_mm<P>(c, ldc, 0, m, n, kc, a, b, acc);                                             \
     } while (0)
@@ -241,17 +246,18 @@ __global__ void __launch_bounds__(CHUNK_THREADS, GRADS_MIN_BLOCKS)
                           nullptr);
 }
 
-/* The production head's IEEE gradients (ra_gpu_gdn_chunk_ieee_serves):
-   chunk_grads with FF, 256 threads (ffma_tile's grid), two
-   blocks per SM (ffma_mm's 99 KB of shared memory each).  The chunk's
+/* The production head's gradients in IEEE and 3xtf32: chunk_grads with
+   FF, 256 threads (ffma_tile's grid, x3_mm's warps), two blocks per SM
+   (ffma_mm's 99 KB of shared memory each, x3_mm's 102 KB).  The chunk's
    G and gamma, and the gate cotangent dG and its scratch, live in shared
    memory (the same values: the serial gate sums read them term by term). */
 /* Its static shared memory (red, vec below): it counts against the same
-   per-block limit as the dynamic FM_WORDS. */
+   per-block limit as the dynamic FM_WORDS or X3_WORDS. */
 constexpr int GI_STATIC_WORDS = DOT_LANES + 4 * PC;
+static_assert(FM_THREADS == X3_THREADS, "one block size for both products");
 
-__global__ void __launch_bounds__(FM_THREADS, 2)
-    gdn_chunk_grads_ieee_kernel(const ra_gpu_gdn_args a, const group g)
+template <int P>
+__device__ __forceinline__ void grads_whole(const ra_gpu_gdn_args &a, const group &g)
 {
     extern __shared__ __align__(16) float fm[];
     __shared__ float red[DOT_LANES], vec[4][PC];
@@ -264,7 +270,19 @@ __global__ void __launch_bounds__(FM_THREADS, 2)
         vec[0][i] = w.G[i], vec[1][i] = w.gam[i];
     w.G = vec[0], w.gam = vec[1], w.dG = vec[2], w.tmp = vec[3];
     __syncthreads();
-    chunk_grads<RA_GPU_PREC_IEEE, true>(w, h, c * PC, L, red, fm);
+    chunk_grads<P, true>(w, h, c * PC, L, red, fm);
+}
+
+__global__ void __launch_bounds__(FM_THREADS, 2)
+    gdn_chunk_grads_ieee_kernel(const ra_gpu_gdn_args a, const group g)
+{
+    grads_whole<RA_GPU_PREC_IEEE>(a, g);
+}
+
+__global__ void __launch_bounds__(X3_THREADS, 2)
+    gdn_chunk_grads_x3_kernel(const ra_gpu_gdn_args a, const group g)
+{
+    grads_whole<RA_GPU_PREC_TF32X3>(a, g);
 }
 
 } // namespace ra_gpu
@@ -273,17 +291,19 @@ using ra_gpu::group;
 
 cudaError_t ra_gpu_gdn_chunk_grads(int prec, const ra_gpu_gdn_args *a, const group *g)
 {
+    using namespace ra_gpu;
     if (g->wpairs)
         return ra_gpu_gdn_chunk_grads_bf16(a, g);
-    if (ra_gpu_gdn_chunk_ieee_serves(prec, a, g) &&
-        (int64_t)(ra_gpu::FM_WORDS + ra_gpu::GI_STATIC_WORDS) * 4 <= ra_gpu::smem_optin())
-        return ra_gpu::launch_smem(ra_gpu::gdn_chunk_grads_ieee_kernel, ra_gpu::FM_THREADS,
-                                   ra_gpu::FM_WORDS, g, a);
+    const int64_t optin = smem_optin(), fixed = GI_STATIC_WORDS * 4;
+    if (ra_gpu_gdn_chunk_ieee_serves(prec, a, g) && FM_WORDS * 4 + fixed <= optin)
+        return launch_smem(gdn_chunk_grads_ieee_kernel, FM_THREADS, FM_WORDS, g, a);
+    if (ra_gpu_gdn_chunk_x3_serves(prec, a, g) && X3_WORDS * 4 + fixed <= optin)
+        return launch_smem(gdn_chunk_grads_x3_kernel, X3_THREADS, X3_WORDS, g, a);
     const unsigned grid = (unsigned)(g->nh * g->nch);
-    return ra_gpu::by_prec(prec, [&](auto p) {
-        ra_gpu::by_fix(*a, *g, [&](auto f) {
-            ra_gpu::gdn_chunk_grads_kernel<decltype(p)::value, decltype(f)::value>
-                <<<grid, ra_gpu::CHUNK_THREADS>>>(*a, *g);
+    return by_prec(prec, [&](auto p) {
+        by_fix(*a, *g, [&](auto f) {
+            gdn_chunk_grads_kernel<decltype(p)::value, decltype(f)::value>
+                <<<grid, CHUNK_THREADS>>>(*a, *g);
         });
     });
 }

@@ -41,7 +41,7 @@ gpu_chunk_headers = src/gpu/gdn_cuda_cxx.h src/gpu/gdn_chunk_kernels.h \
 	src/gpu/gdn_chunk.cuh src/gpu/gdn_chunk_inverse.cuh src/gpu/blk_mm.cuh src/gpu/mma.cuh \
 	src/gpu/pair_tile.cuh src/gpu/gdn_chunk_bf16.cuh src/gpu/gdn_chunk_grads.cuh \
 	src/gpu/cp_async.cuh src/gpu/pass_mm_fixed.cuh src/gpu/stored_load.cuh \
-	src/gpu/ffma_tile.cuh src/gpu/ffma_mm.cuh
+	src/gpu/ffma_tile.cuh src/gpu/ffma_mm.cuh src/gpu/x3_mm.cuh
 gpu_chunk_sources = src/gpu/gdn_chunk.cu src/gpu/gdn_chunk_fwd.cu src/gpu/gdn_chunk_bwd.cu \
 	src/gpu/gdn_chunk_pass.cu src/gpu/gdn_chunk_fwd_bf16.cu src/gpu/gdn_chunk_bwd_bf16.cu \
 	src/gpu/gdn_chunk_states_bf16.cu src/gpu/gdn_chunk_dstates_bf16.cu src/gpu/gdn_chunk_fwd_ieee.cu
