@@ -14,7 +14,7 @@
  *   O = (gamma * (Q S')) scale + ((Q K^T) . D)_{j<=i} V' scale,
  *   S <- exp(G_{L-1}) S + K^T (exp(G_{L-1} - G) * V').
  * Every product is blk_mm<P> (operands rounded by P), or x3_mm with the
- * same bits in the production head's 3xtf32 kernels; st() rounds to bf16
+ * same bits in the production head's 3xtf32 output kernel; st() rounds to bf16
  * in the bf16 configuration (T, W, U and chunk states stored in bf16, as
  * fla) and is the identity otherwise; the running state S, the gates and
  * every elementwise step stay in fp32.  Elementwise steps are written with
@@ -291,9 +291,10 @@ __device__ __forceinline__ float decay(const float *G, int L, int i, int j)
 }
 
 /* The steps' products: blk_mm<P>, or with FF (the production head's
-   3xtf32 kernels, xs their X3_WORDS of shared memory) x3_mm, the same
+   3xtf32 output kernel, xs its X3_WORDS of shared memory) x3_mm, the same
    bits from operands staged whole.  A macro, as chunk_grads' (through an
-   inline function, the general prep kernels compiled to other code). */
+   inline function, the general prep and output kernels compiled to
+   other code). */
 #define RA_CHUNK_MM(c, ldc, m, n, kc, a, b)                                                        \
     do {                                                                                           \
         if constexpr (FF) {                                                                        \
@@ -305,8 +306,7 @@ __device__ __forceinline__ float decay(const float *G, int L, int i, int j)
     } while (0)
 
 /* G, gamma, D, A, T, W, U of the chunk at token t0 (L rows). */
-template <int P, bool FF = false>
-__device__ void chunk_prep(const cws &w, const head &h, int64_t t0, int L, uint32_t *xs = nullptr)
+template <int P> __device__ void chunk_prep(const cws &w, const head &h, int64_t t0, int L)
 {
     const int C = w.C, K = w.K, V = w.V;
     const float *k = h.k + t0 * h.qs, *v = h.v + t0 * h.vs, *g = h.g + t0 * h.gs,
@@ -327,17 +327,14 @@ __device__ void chunk_prep(const cws &w, const head &h, int64_t t0, int L, uint3
     ew_to(w.Dm, C, C, C, [&](int i, int j) { return decay(w.G, L, i, j); });
     ew_to(w.Kb, K, L, K, [&](int i, int j) { return __fmul_rn(k[i * h.qs + j], beta[i * h.gs]); });
     __syncthreads();
-    RA_CHUNK_MM(w.A, C, L, L, K, mk(w.Kb, K, 1), mk(k, 1, h.qs));
+    blk_mm<P>(w.A, C, 0, L, L, K, mk(w.Kb, K, 1), mk(k, 1, h.qs), false);
     __syncthreads();
     ew_to(w.A, C, C, C, [&](int i, int j) {
         const int e = i * C + j;
         return (i < L && j < i) ? __fmul_rn(w.A[e], w.Dm[e]) : 0.f;
     });
     __syncthreads();
-    if constexpr (FF) /* C = 64, forward substitution: inverse<P>'s routine there */
-        inv_fwdsubst_pairs_smem<64>(w.T, w.A, reinterpret_cast<float *>(xs));
-    else
-        inverse<P>(w.T, w.A, C, w.inv, w.inv_scr); /* ends synchronised */
+    inverse<P>(w.T, w.A, C, w.inv, w.inv_scr); /* ends synchronised */
     /* st() is the identity but in bf16 */
     if (P == RA_GPU_PREC_BF16)
         ew_to(w.T, C, L, C, [&](int i, int j) {
@@ -347,8 +344,8 @@ __device__ void chunk_prep(const cws &w, const head &h, int64_t t0, int L, uint3
     ew_to(w.Y, K, L, K, [&](int i, int j) { return __fmul_rn(w.Kb[i * K + j], w.gam[i]); });
     ew_to(w.X, V, L, V, [&](int i, int j) { return __fmul_rn(v[i * h.vs + j], beta[i * h.gs]); });
     __syncthreads();
-    RA_CHUNK_MM(w.W, K, L, K, L, mk(w.T, C, 1), mk(w.Y, K, 1));
-    RA_CHUNK_MM(w.U, V, L, V, L, mk(w.T, C, 1), mk(w.X, V, 1));
+    blk_mm<P>(w.W, K, 0, L, K, L, mk(w.T, C, 1), mk(w.Y, K, 1), false);
+    blk_mm<P>(w.U, V, 0, L, V, L, mk(w.T, C, 1), mk(w.X, V, 1), false);
     __syncthreads();
     if (P == RA_GPU_PREC_BF16) {
         ew_to(w.W, K, L, K, [&](int i, int j) { return st<P>(w.W[i * K + j]); });
@@ -358,11 +355,11 @@ __device__ void chunk_prep(const cws &w, const head &h, int64_t t0, int L, uint3
 }
 
 /* P = (Q K^T) . D on j <= i (zero above). */
-template <int P, bool FF = false>
-__device__ void chunk_p(const cws &w, const head &h, int64_t t0, int L, uint32_t *xs = nullptr)
+template <int P> __device__ void chunk_p(const cws &w, const head &h, int64_t t0, int L)
 {
     const int C = w.C, K = w.K;
-    RA_CHUNK_MM(w.P, C, L, L, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(h.k + t0 * h.qs, 1, h.qs));
+    blk_mm<P>(w.P, C, 0, L, L, K, mk(h.q + t0 * h.qs, h.qs, 1), mk(h.k + t0 * h.qs, 1, h.qs),
+              false);
     __syncthreads();
     ew_to(w.P, C, L, L,
           [&](int i, int j) { return j <= i ? __fmul_rn(w.P[i * C + j], w.Dm[i * C + j]) : 0.f; });

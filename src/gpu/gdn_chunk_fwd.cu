@@ -43,26 +43,21 @@ __global__ void __launch_bounds__(CHUNK_THREADS, CHUNK_MIN_BLOCKS)
     chunk_output<P>(make_cws(g, C, h.K, h.V, hl, c), h, c * C, chunk_rows(h, C, c));
 }
 
-/* The production head's 3xtf32 prep (OUT false: chunk_prep and chunk_p)
-   and output (ra_gpu_gdn_chunk_x3_serves): the general steps, their
-   products x3_mm's on X3_WORDS of shared memory, 256 threads and two
-   blocks per SM.  The same bits as the general kernels' (x3_mm.cuh). */
-template <bool OUT>
+/* The production head's 3xtf32 output (ra_gpu_gdn_chunk_x3_serves): the
+   general steps, their products x3_mm's on X3_WORDS of shared memory,
+   256 threads and two blocks per SM; the same bits as the general
+   kernel's (x3_mm.cuh).  Its prep stays the general kernel: the general
+   steps with x3_mm's products took 1.92 ms there against the general
+   kernel's 1.55 (H200, B=1, T=8192, Hv=32, K=V=128, ncu). */
 __global__ void __launch_bounds__(X3_THREADS, 2)
-    gdn_chunk_fwd_x3_kernel(const ra_gpu_gdn_args a, const group g)
+    gdn_chunk_output_x3_kernel(const ra_gpu_gdn_args a, const group g)
 {
     extern __shared__ __align__(16) uint32_t xs[];
     int64_t hl, c;
     chunk_block(g, hl, c);
     const head h = make_head<FIX_C64_KV128>(a, g.h0 + hl);
-    const cws w = make_cws(g, PC, PK, PK, hl, c);
-    const int L = chunk_rows(h, PC, c);
-    if constexpr (OUT) {
-        chunk_output<RA_GPU_PREC_TF32X3, true>(w, h, c * PC, L, xs);
-    } else {
-        chunk_prep<RA_GPU_PREC_TF32X3, true>(w, h, c * PC, L, xs);
-        chunk_p<RA_GPU_PREC_TF32X3, true>(w, h, c * PC, L, xs);
-    }
+    chunk_output<RA_GPU_PREC_TF32X3, true>(make_cws(g, PC, PK, PK, hl, c), h, c * PC,
+                                           chunk_rows(h, PC, c), xs);
 }
 
 } // namespace ra_gpu
@@ -75,9 +70,6 @@ cudaError_t ra_gpu_gdn_chunk_prep(int prec, const ra_gpu_gdn_args *a, const grou
         return ra_gpu_gdn_chunk_prep_bf16(a, g);
     if (ra_gpu_gdn_chunk_ieee_serves(prec, a, g))
         return ra_gpu_gdn_chunk_prep_ieee(a, g);
-    if (ra_gpu_gdn_chunk_x3_serves(prec, a, g))
-        return ra_gpu::launch_smem(ra_gpu::gdn_chunk_fwd_x3_kernel<false>, ra_gpu::X3_THREADS,
-                                   ra_gpu::X3_WORDS, g, a);
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {
         ra_gpu::by_fix(*a, *g, [&](auto f) {
@@ -94,7 +86,7 @@ cudaError_t ra_gpu_gdn_chunk_output(int prec, const ra_gpu_gdn_args *a, const gr
     if (ra_gpu_gdn_chunk_ieee_serves(prec, a, g))
         return ra_gpu_gdn_chunk_output_ieee(a, g);
     if (ra_gpu_gdn_chunk_x3_serves(prec, a, g))
-        return ra_gpu::launch_smem(ra_gpu::gdn_chunk_fwd_x3_kernel<true>, ra_gpu::X3_THREADS,
+        return ra_gpu::launch_smem(ra_gpu::gdn_chunk_output_x3_kernel, ra_gpu::X3_THREADS,
                                    ra_gpu::X3_WORDS, g, a);
     const unsigned grid = (unsigned)(g->nh * g->nch);
     return ra_gpu::by_prec(prec, [&](auto p) {

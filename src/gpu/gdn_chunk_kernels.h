@@ -50,11 +50,11 @@ cudaError_t ra_gpu_gdn_chunk_output_bf16(const ra_gpu_gdn_args *a, const ra_gpu:
 bool ra_gpu_gdn_chunk_ieee_serves(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_prep_ieee(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 cudaError_t ra_gpu_gdn_chunk_output_ieee(const ra_gpu_gdn_args *a, const ra_gpu::group *g);
-/* The production head's 3xtf32 kernels (gdn_chunk_fwd.cu's prep and
-   output, gdn_chunk_bwd.cu's gradients, their products x3_mm's): whether
+/* The production head's 3xtf32 kernels (gdn_chunk_fwd.cu's output and
+   gdn_chunk_bwd.cu's gradients, their products x3_mm's): whether
    they serve group g (3xtf32, the production head as for IEEE, x3_mm's
-   shared memory).  ra_gpu_gdn_chunk_prep, _output and _grads launch
-   them for such groups; the passes stay the general kernels. */
+   shared memory).  ra_gpu_gdn_chunk_output and _grads launch
+   them for such groups; the prep and the passes stay the general kernels. */
 bool ra_gpu_gdn_chunk_x3_serves(int prec, const ra_gpu_gdn_args *a, const ra_gpu::group *g);
 /* The bf16 gradients kernel of gdn_chunk_bwd_bf16.cu, which serves the
    backward of the groups with wpairs (the serving test above asks for
