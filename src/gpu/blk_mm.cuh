@@ -128,7 +128,7 @@ __device__ __forceinline__ void frag_store(const float (&d)[4], float *c, int64_
 }
 
 /* A sum's start (C or zero) and end for output element (i, j) of the
-   products that keep their sums in registers (ffma_mm, x3_mm). */
+   products that keep their sums in registers (ffma_mm, x3_mm, x3w_mm). */
 __device__ __forceinline__ float mm_start(const float *c, int64_t ldc, int m, int n, bool acc,
                                           int i, int j)
 {
@@ -141,11 +141,31 @@ __device__ __forceinline__ void mm_end(float *c, int64_t ldc, int m, int n, int 
         c[i * ldc + j] = x;
 }
 
+/* The four floats from s of which the first `left` exist, zeros past
+   them: one 16-byte load when all four exist (s 16-byte aligned), else
+   word by word, so that nothing past the operand is read. */
+__device__ __forceinline__ float4 load4_upto(const float *s, int left)
+{
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (left >= 4) {
+        v = *reinterpret_cast<const float4 *>(s);
+    } else {
+        if (left > 0)
+            v.x = s[0];
+        if (left > 1)
+            v.y = s[1];
+        if (left > 2)
+            v.z = s[2];
+    }
+    return v;
+}
+
 /* X(r, x) = src[r*rs + x*cs] for r < nr, x < nx, else zero, r < ROWS,
    x < COLS, element by element over THREADS threads (consecutive threads
    along X's unit stride: r when rs == 1): put(r, x, X(r, x)), a thread's
    loads (up to UMAX) issued before its puts.  The whole-operand products'
-   staging (ffma_mm, x3_mm) of operands whose rows are not 16-byte runs. */
+   staging (ffma_mm, x3_mm, x3w_mm) of operands whose rows are not 16-byte
+   runs. */
 template <int ROWS, int COLS, int THREADS, int UMAX, typename PUT>
 __device__ __forceinline__ void stage_elems(const float *src, int64_t rs, int64_t cs, int nr,
                                             int nx, PUT put)

@@ -73,14 +73,7 @@ __device__ __forceinline__ void fm_stage(float *dst, const float *src, int64_t r
             } else {
                 /* part of a row, or none: word by word (initcheck counts
                    a cp.async of fewer source bytes as a 16-byte read) */
-                float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (left > 0)
-                    v.x = s[0];
-                if (left > 1)
-                    v.y = s[1];
-                if (left > 2)
-                    v.z = s[2];
-                *reinterpret_cast<float4 *>(dst + r * LD + x) = v;
+                *reinterpret_cast<float4 *>(dst + r * LD + x) = load4_upto(s, left);
             }
         }
         return;
@@ -176,9 +169,10 @@ __device__ __forceinline__ void fm_sized(float *sm, float *c, int64_t ldc, int m
    inlined: with this body inlined at the gradients kernel's 14 products
    (nvcc's own choice there) that kernel took 5.35 ms, called 4.74 (ncu,
    H200, B=1, T=8192, Hv=32, K=V=128), though ptxas -v gives the called
-   form more spills (196 / 460 bytes against 32 / 116). */
-__device__ __noinline__ void ffma_mm(float *sm, float *c, int64_t ldc, int m, int n, int kc, mat a,
-                                     mat b, bool acc)
+   form more spills (196 / 460 bytes against 32 / 116).  inline: several
+   translation units include it (gdn_chunk_bwd.cu, mm_engines.cu). */
+inline __device__ __noinline__ void ffma_mm(float *sm, float *c, int64_t ldc, int m, int n, int kc,
+                                            mat a, mat b, bool acc)
 {
     __syncthreads(); /* the previous product is done with sm */
     if (b.rs == 1)
