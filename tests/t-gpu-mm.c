@@ -118,15 +118,16 @@ static void same_bits(const char *what, const char *engine, const char *want_eng
    the reference of the others. */
 static void check_form(const ra_gpu_mm_shape *s, const char *what)
 {
-    static const int groups[2][3] = {{RA_GPU_MM_BLK_IEEE, RA_GPU_MM_FFMA, -1},
-                                     {RA_GPU_MM_BLK_X3, RA_GPU_MM_X3, RA_GPU_MM_X3W}};
+    static const int groups[2][4] = {
+        {RA_GPU_MM_BLK_IEEE, RA_GPU_MM_FFMA, -1, -1},
+        {RA_GPU_MM_BLK_X3, RA_GPU_MM_X3, RA_GPU_MM_X3W, RA_GPU_MM_X3W32}};
     float *a = fill((size_t)NSETS * RA_GPU_MM_SET), *b = fill((size_t)NSETS * RA_GPU_MM_SET);
     float *c0 = fill((size_t)NPROD * RA_GPU_MM_CSET);
     float *ref = malloc((size_t)NPROD * RA_GPU_MM_CSET * sizeof *ref),
           *c = malloc((size_t)NPROD * RA_GPU_MM_CSET * sizeof *c);
     ck_assert(ref && c);
     for (int g = 0; g < 2; g++)
-        for (int k = 0; k < 3 && groups[g][k] >= 0; k++) {
+        for (int k = 0; k < 4 && groups[g][k] >= 0; k++) {
             const int e = groups[g][k];
             float *out = k == 0 ? ref : c;
             memcpy(out, c0, (size_t)NPROD * RA_GPU_MM_CSET * sizeof *out);

@@ -15,7 +15,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/recaudit-t-wgmma.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 
 # The sources that reach wgmma: through x3w_mm (src/gpu/x3_wgmma.cuh).
-files=$(grep -l 'x3w_mm(' "$srcdir"/src/gpu/*.cu)
+files=$(grep -l -E 'x3w_mm[<(]' "$srcdir"/src/gpu/*.cu)
 test -n "$files" || { echo "FAIL: no source calls x3w_mm"; exit 1; }
 status=0
 for f in $files; do

@@ -43,8 +43,10 @@ __global__ void __launch_bounds__(ME_THREADS, 2)
         blk_mm<RA_GPU_PREC_TF32X3>(cp, LD, 0, s.m, s.n, s.kc, ma, mb, s.acc);
     else if constexpr (E == RA_GPU_MM_X3)
         x3_mm(sw, cp, LD, s.m, s.n, s.kc, ma, mb, s.acc);
+    else if constexpr (E == RA_GPU_MM_X3W)
+        x3w_mm<64>(sw, cp, LD, s.m, s.n, s.kc, ma, mb, s.acc);
     else
-        x3w_mm(sw, cp, LD, s.m, s.n, s.kc, ma, mb, s.acc);
+        x3w_mm<32>(sw, cp, LD, s.m, s.n, s.kc, ma, mb, s.acc);
 }
 
 /* launch(kernel, dynamic shared bytes) for the engine's kernel. */
@@ -59,8 +61,10 @@ template <typename F> static cudaError_t by_engine(int engine, F launch)
         return launch(mm_engine_kernel<RA_GPU_MM_BLK_X3>, 0);
     case RA_GPU_MM_X3:
         return launch(mm_engine_kernel<RA_GPU_MM_X3>, X3_WORDS * 4);
-    default:
+    case RA_GPU_MM_X3W:
         return launch(mm_engine_kernel<RA_GPU_MM_X3W>, XW_WORDS * 4);
+    default:
+        return launch(mm_engine_kernel<RA_GPU_MM_X3W32>, XW_WORDS * 4);
     }
 }
 
@@ -121,8 +125,8 @@ using namespace ra_gpu;
 
 extern "C" const char *ra_gpu_mm_engine_name(int engine)
 {
-    static const char *const names[RA_GPU_MM_NENGINES] = {"blk_ieee", "ffma", "blk_x3", "x3",
-                                                          "x3w"};
+    static const char *const names[RA_GPU_MM_NENGINES] = {"blk_ieee", "ffma", "blk_x3",
+                                                          "x3",       "x3w",  "x3w32"};
     return engine >= 0 && engine < RA_GPU_MM_NENGINES ? names[engine] : nullptr;
 }
 

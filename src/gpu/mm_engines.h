@@ -17,7 +17,8 @@ extern "C" {
  *   ffma      ffma_mm          the production head's IEEE kernels
  *   blk_x3    blk_mm<TF32X3>   the general kernels' 3xtf32 products
  *   x3        x3_mm            mma.sync on split planes
- *   x3w       x3w_mm           wgmma on split planes
+ *   x3w       x3w_mm<64>       wgmma on split planes, m64n64k8 where n > 64
+ *   x3w32     x3w_mm<32>       the same, m64n32k8 throughout
  *
  * A kernel keeps its bits when it changes engine only if the engines of a
  * precision agree bit for bit (tests/t-gpu-mm checks it); which engine a
@@ -37,6 +38,7 @@ enum ra_gpu_mm_engine {
     RA_GPU_MM_BLK_X3,
     RA_GPU_MM_X3,
     RA_GPU_MM_X3W,
+    RA_GPU_MM_X3W32,
     RA_GPU_MM_NENGINES
 };
 

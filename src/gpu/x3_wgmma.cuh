@@ -33,9 +33,9 @@
  * that eight lanes hit eight bank groups); anything else element by
  * element.  A: 64 rows, B: up to 128 rows; 96 KB a block.
  *
- * Warpgroup w (threads 128w..) owns the output columns [NW w, NW (w + 1))
- * over all 64 rows, NW = 32 (n <= 64) or 64; its running sums stay in
- * registers across the halves.
+ * Each warpgroup (threads 128w..) owns half the output columns over all
+ * 64 rows, in one or two passes of wgmmas 32 or 64 columns wide (x3w_mm's
+ * NW); its running sums stay in registers across the halves.
  *
  * The compute_90 PTX (a driver's JIT for another GPU) has no wgmma: there
  * x3w_mm is x3_mm, whose bits are the same.
@@ -264,20 +264,27 @@ __device__ __forceinline__ void xw_half(float (&d)[NE], const uint32_t *ab, cons
     }
 }
 
-template <int W>
+/* The product for B's W * 64 staged rows, warpgroup wg's columns in
+   passes of NW: pass p takes [NW wg + 2 NW p, + NW).  Its running sums
+   stay in registers across the halves. */
+template <int W, int NW>
 __device__ __forceinline__ void xw_form(uint32_t *sm, float *c, int64_t ldc, int m, int n, int kc,
                                         const mat &a, const mat &b, bool acc)
 {
-    constexpr int NW = 32 * W, NE = NW / 2;
+    constexpr int NE = NW / 2, P = 32 * W / NW;
+    static_assert(P >= 1 && P * 2 * NW == 64 * W, "the passes cover B's rows");
     uint32_t *ab = sm, *as = ab + XW_PA, *bb = as + XW_PA, *bs = bb + XW_PB;
     const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
-    const int g = lane >> 2, t = lane & 3, j0 = NW * wg;
+    const int g = lane >> 2, t = lane & 3;
     auto row = [&](int r) { return 16 * warp + g + 8 * ((r & 3) >> 1); };
-    auto col = [&](int r) { return j0 + 8 * (r >> 2) + 2 * t + (r & 1); };
-    float d[NE];
+    auto col0 = [&](int p) { return NW * wg + 2 * NW * p; };
+    auto col = [&](int p, int r) { return col0(p) + 8 * (r >> 2) + 2 * t + (r & 1); };
+    float d[P][NE];
 #pragma unroll
-    for (int r = 0; r < NE; r++)
-        d[r] = mm_start(c, ldc, m, n, acc, row(r), col(r));
+    for (int p = 0; p < P; p++)
+#pragma unroll
+        for (int r = 0; r < NE; r++)
+            d[p][r] = mm_start(c, ldc, m, n, acc, row(r), col(p, r));
 #pragma unroll 1
     for (int h = 0; h < kc; h += XW_H) {
         if (h > 0)
@@ -289,28 +296,39 @@ __device__ __forceinline__ void xw_form(uint32_t *sm, float *c, int64_t ldc, int
            through the async proxy */
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         __syncthreads();
-        xw_half(d, ab, as, bb, bs, j0, (kh + 7) / 8);
+#pragma unroll
+        for (int p = 0; p < P; p++)
+            xw_half(d[p], ab, as, bb, bs, col0(p), (kh + 7) / 8);
     }
 #pragma unroll
-    for (int r = 0; r < NE; r++)
-        mm_end(c, ldc, m, n, row(r), col(r), d[r]);
+    for (int p = 0; p < P; p++)
+#pragma unroll
+        for (int r = 0; r < NE; r++)
+            mm_end(c, ldc, m, n, row(r), col(p, r), d[p][r]);
 }
 
 #endif /* RA_X3W_WGMMA */
 
 /* sm: the block's XW_WORDS words, 16-byte aligned; called as x3_mm is.
-   Inlined, not a call as x3_mm and ffma_mm are: ptxas serialises every
-   wgmma of a function called from the kernel (C7510, "wgmma pipeline
-   crossing function boundary"), which ptxas -v reports. */
+   NW (32 or 64): the widest wgmma, columns a warpgroup covers per pass;
+   n <= 64 always runs 32.  Wider means fewer, larger wgmmas (A is read
+   from shared memory once per wgmma), narrower half the accumulator
+   registers (ptxas -v, the 3xtf32 gradients kernel with x3w_mm in its
+   14 products: 4092 / 7056 bytes of spill stores / loads at 64, 1548 /
+   3260 at 32).  Inlined, not a call as x3_mm and ffma_mm are: ptxas
+   serialises every wgmma of a function called from the kernel (C7510,
+   "wgmma pipeline crossing function boundary"), which ptxas -v reports. */
+template <int NW = 64>
 __device__ __forceinline__ void x3w_mm(uint32_t *sm, float *c, int64_t ldc, int m, int n, int kc,
                                        mat a, mat b, bool acc)
 {
+    static_assert(NW == 32 || NW == 64, "wgmma m64n32k8 or m64n64k8");
 #ifdef RA_X3W_WGMMA
     __syncthreads(); /* the previous product is done with sm */
     if (n > 64)
-        xw_form<2>(sm, c, ldc, m, n, kc, a, b, acc);
+        xw_form<2, NW>(sm, c, ldc, m, n, kc, a, b, acc);
     else
-        xw_form<1>(sm, c, ldc, m, n, kc, a, b, acc);
+        xw_form<1, 32>(sm, c, ldc, m, n, kc, a, b, acc);
 #else
     x3_mm(sm, c, ldc, m, n, kc, a, b, acc);
 #endif
