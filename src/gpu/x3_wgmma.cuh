@@ -70,8 +70,9 @@ __host__ __device__ constexpr int xw_at(int r, int k)
 
 #ifdef RA_X3W_WGMMA
 
-/* The shared-memory descriptor of the 8 x 8 core-matrix pairs from row r0
-   (a multiple of 8) and k-step k0 (a multiple of 8) of a plane. */
+/* The shared-memory descriptor of a wgmma operand: a plane's rows from r0
+   (a multiple of 8) at the k-step from k0 (a multiple of 8), no swizzle:
+   its row groups SBO bytes apart, its two core matrices along k LBO. */
 __device__ __forceinline__ uint64_t xw_desc(const uint32_t *plane, int r0, int k0)
 {
     constexpr uint64_t LBO = 128, SBO = 128 * (XW_H / 4);
