@@ -41,7 +41,7 @@ gpu_chunk_headers = src/gpu/gdn_cuda_cxx.h src/gpu/gdn_chunk_kernels.h \
 	src/gpu/gdn_chunk.cuh src/gpu/gdn_chunk_inverse.cuh src/gpu/blk_mm.cuh src/gpu/mma.cuh \
 	src/gpu/pair_tile.cuh src/gpu/gdn_chunk_bf16.cuh src/gpu/gdn_chunk_grads.cuh \
 	src/gpu/cp_async.cuh src/gpu/pass_mm_fixed.cuh src/gpu/stored_load.cuh \
-	src/gpu/ffma_tile.cuh src/gpu/ffma_mm.cuh src/gpu/x3_mm.cuh src/gpu/x3_wgmma.cuh
+	src/gpu/ffma_tile.cuh src/gpu/ffma_mm.cuh src/gpu/x3_mm.cuh
 gpu_chunk_sources = src/gpu/gdn_chunk.cu src/gpu/gdn_chunk_fwd.cu src/gpu/gdn_chunk_bwd.cu \
 	src/gpu/gdn_chunk_pass.cu src/gpu/gdn_chunk_fwd_bf16.cu src/gpu/gdn_chunk_bwd_bf16.cu \
 	src/gpu/gdn_chunk_states_bf16.cu src/gpu/gdn_chunk_dstates_bf16.cu src/gpu/gdn_chunk_fwd_ieee.cu
@@ -61,9 +61,11 @@ endif
 EXTRA_DIST += $(gpu_chunk_sources) tests/t-gpu-chunk.c
 
 # The product engines one product a block (mm_engines.h): their bit test
-# and their benchmark (built, not run, by make).
-librecaudit_a_SOURCES += src/gpu/mm_engines.h
-src/gpu/mm_engines.$(OBJEXT): $(gpu_chunk_headers) src/gpu/mm_engines.h $(gpu_headers)
+# and their benchmark (built, not run, by make).  x3_wgmma.cuh is theirs
+# alone until a chunk kernel uses it (then it joins gpu_chunk_headers).
+librecaudit_a_SOURCES += src/gpu/mm_engines.h src/gpu/x3_wgmma.cuh
+src/gpu/mm_engines.$(OBJEXT): $(gpu_chunk_headers) src/gpu/x3_wgmma.cuh src/gpu/mm_engines.h \
+	$(gpu_headers)
 if HAVE_CUDA
 librecaudit_a_SOURCES += src/gpu/mm_engines.cu
 check_PROGRAMS += tests/t-gpu-mm
