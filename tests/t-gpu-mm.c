@@ -48,7 +48,7 @@ static float draw(void)
         return 0.f; /* about 5 % */
     const float mant = 1.f + (float)((x >> 8) & 0x7fffff) / 8388608.f;
     const int ex = (int)((x >> 32) % 17) - 8;
-    return ((x >> 40) & 1 ? -1.f : 1.f) * ldexpf(mant, ex);
+    return ((x >> 31) & 1 ? -1.f : 1.f) * ldexpf(mant, ex); /* bit 31: unused above */
 }
 
 static float *fill(size_t n)
