@@ -11,8 +11,8 @@
  *
  * blk_mm stages 64 x 64 float panels per output block and splits every
  * element into its two tf32 words (big = tf32(x), small = tf32(x - big))
- * each time a warp's fragment reads it: nine SASS instructions a split
- * on sm_90, four times per element in a 64 x 64 block.  Here each operand
+ * each time a warp's fragment reads it (two cvt.rna.tf32 and a
+ * subtraction a split), four times per element in a 64 x 64 block.  Here each operand
  * is staged once per 64-deep half of the contraction as split planes
  * (element (r, x) as the word pair {big, small}), so every element is
  * split once, and the fragments are 64-bit loads.  The operand is staged
